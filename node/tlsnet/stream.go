@@ -1,0 +1,122 @@
+package tlsnet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// RaftALPN is the application protocol both ends of a Raft connection
+// negotiate; the Raft listener closes a peer that did not negotiate it.
+const RaftALPN = "masterorder-raft/1"
+
+// StreamLayer is a raft.StreamLayer over mutual TLS. Accept returns only
+// connections whose handshake has completed with a certificate of the
+// cluster CA; Dial verifies the remote node's certificate the same way.
+type StreamLayer struct {
+	*listener
+	advertise net.Addr
+	client    *tls.Config
+	timeout   time.Duration
+}
+
+var _ raft.StreamLayer = (*StreamLayer)(nil)
+
+// NewStreamLayer listens on bindAddr (e.g. "0.0.0.0:7000" or
+// "127.0.0.1:0") and returns a stream layer for
+// raft.NewNetworkTransportWithConfig. advertise is the address other nodes
+// dial (the raft_addr in the cluster configuration); nil means the bound
+// address, which must then not be a wildcard. serverTLS and clientTLS are
+// the two configs from pki.MutualTLSConfig; they are cloned, not modified.
+func NewStreamLayer(bindAddr string, advertise net.Addr, serverTLS, clientTLS *tls.Config, opts ...Option) (*StreamLayer, error) {
+	if serverTLS == nil || clientTLS == nil {
+		return nil, errors.New("tlsnet: server and client TLS configs are required")
+	}
+	if serverTLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		return nil, errors.New("tlsnet: server TLS config must require and verify client certificates")
+	}
+	ln, err := net.Listen("tcp", bindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("tlsnet: listen on %s: %w", bindAddr, err)
+	}
+	addr := advertise
+	if addr == nil {
+		addr = ln.Addr()
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("tlsnet: %v is not an address other nodes can dial; set an advertise address", addr)
+	}
+	o := buildOptions(opts)
+	srv := serverTLS.Clone()
+	srv.NextProtos = []string{RaftALPN}
+	cli := clientTLS.Clone()
+	cli.NextProtos = []string{RaftALPN}
+	return &StreamLayer{
+		listener:  newListener(ln, srv, RaftALPN, o),
+		advertise: advertise,
+		client:    cli,
+		timeout:   o.handshakeTimeout,
+	}, nil
+}
+
+// Addr is the advertised address if one was given, else the bound one.
+func (s *StreamLayer) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.listener.Addr()
+}
+
+// Dial connects to another node's Raft port and completes the TLS
+// handshake, verifying that the node holds a cluster certificate, within
+// timeout (the handshake timeout if timeout is zero).
+func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	if timeout <= 0 {
+		timeout = s.timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	d := &tls.Dialer{Config: s.client}
+	conn, err := d.DialContext(ctx, "tcp", string(address))
+	if err != nil {
+		return nil, fmt.Errorf("tlsnet: dial %s: %w", address, err)
+	}
+	return conn, nil
+}
+
+// HTTPClient returns a client for calling other nodes' internal HTTPS
+// endpoints (served through NewMTLSListener) with this node's certificate.
+// Use https:// URLs. It never uses an environment proxy, never follows
+// redirects (the caller sees the 3xx), and has no overall timeout: bound
+// each call with its request context.
+func HTTPClient(clientTLS *tls.Config) *http.Client {
+	cfg := clientTLS.Clone()
+	cfg.NextProtos = []string{"http/1.1"}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy: nil,
+			DialContext: (&net.Dialer{
+				Timeout:   DefaultHandshakeTimeout,
+				KeepAlive: 30 * time.Second,
+			}).DialContext,
+			TLSClientConfig:       cfg,
+			TLSHandshakeTimeout:   DefaultHandshakeTimeout,
+			ForceAttemptHTTP2:     false,
+			MaxIdleConns:          32,
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
