@@ -1,0 +1,152 @@
+// Package ui holds the web apps every node serves: the guest ordering app,
+// the kitchen display, the staff console (with the cluster page) and the
+// shared assets, order-sdk.js among them. The files are plain HTML, ES
+// modules and CSS embedded into the binary: no build step, no CDN.
+package ui
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+//go:embed static
+var embedded embed.FS
+
+// static is the tree the browser sees: static/guest/index.html is served
+// as /guest/index.html.
+var static = mustSub(embedded, "static")
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// apps are the top-level folders served under their own name; a request
+// for the folder itself gets its index.html.
+var apps = []string{"guest", "kitchen", "staff", "assets"}
+
+// Register mounts the web apps on e:
+//
+//	GET /          redirect to /staff/
+//	GET /guest/*   guest ordering app (/guest/?s=SESSION)
+//	GET /kitchen/* kitchen display
+//	GET /staff/*   staff console, cluster page included
+//	GET /assets/*  shared JS and CSS (/assets/order-sdk.js)
+//
+// HEAD is answered on the same paths. The QR endpoint is separate
+// (QRHandler) because it sits behind staff auth.
+func Register(e *echo.Echo) {
+	e.GET("/", func(c echo.Context) error {
+		return c.Redirect(http.StatusFound, "/staff/")
+	})
+	for _, app := range apps {
+		prefix := "/" + app
+		slash := func(c echo.Context) error {
+			target := prefix + "/"
+			if q := c.QueryString(); q != "" {
+				target += "?" + q
+			}
+			return c.Redirect(http.StatusFound, target)
+		}
+		serve := func(c echo.Context) error {
+			return serveFile(c, app, c.Param("*"))
+		}
+		e.GET(prefix, slash)
+		e.HEAD(prefix, slash)
+		e.GET(prefix+"/*", serve)
+		e.HEAD(prefix+"/*", serve)
+	}
+}
+
+// file is one embedded file, read once at start.
+type file struct {
+	body        []byte
+	contentType string
+	etag        string
+}
+
+var files = loadFiles()
+
+func loadFiles() map[string]file {
+	out := map[string]file{}
+	err := fs.WalkDir(static, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(static, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(body)
+		out[p] = file{
+			body:        body,
+			contentType: contentType(p),
+			etag:        `"` + hex.EncodeToString(sum[:12]) + `"`,
+		}
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// contentType is fixed here rather than taken from the host's mime tables,
+// which differ between systems (a module served as text/plain does not run).
+func contentType(p string) string {
+	switch path.Ext(p) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".js", ".mjs":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".json":
+		return "application/json"
+	case ".svg":
+		return "image/svg+xml"
+	case ".png":
+		return "image/png"
+	case ".ico":
+		return "image/x-icon"
+	case ".txt", ".md":
+		return "text/plain; charset=utf-8"
+	}
+	return "application/octet-stream"
+}
+
+// start is the Last-Modified of every file: the files change only with the
+// binary.
+var start = time.Now().UTC().Truncate(time.Second)
+
+func serveFile(c echo.Context, app, rest string) error {
+	name := app + "/" + rest
+	if rest == "" || strings.HasSuffix(rest, "/") {
+		name += "index.html"
+	}
+	name = path.Clean(name)
+	f, ok := files[name]
+	if !ok || !strings.HasPrefix(name, app+"/") {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", f.etag)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Type", f.contentType)
+	// http.ServeContent handles HEAD, If-None-Match and ranges.
+	http.ServeContent(c.Response(), c.Request(), name, start, bytes.NewReader(f.body))
+	return nil
+}
