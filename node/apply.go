@@ -1,0 +1,314 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"masterorder/kv"
+	"masterorder/raftfsm"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	// ErrNoQuorum means no leader could commit within the retry window;
+	// the HTTP layer answers 503 NO_QUORUM with Retry-After.
+	ErrNoQuorum = errors.New("no quorum: no leader could commit the command")
+	// ErrUnknownOutcome means the command may or may not have committed
+	// (leadership lost mid-request, response lost). Idempotent commands
+	// are retried instead of returning it.
+	ErrUnknownOutcome = errors.New("outcome unknown: leadership changed while the command was in flight")
+	// ErrHalted means this node's state machine stopped (see logs).
+	ErrHalted = raftfsm.ErrHalted
+)
+
+const (
+	retryWindow  = 5 * time.Second
+	applyTimeout = 5 * time.Second
+	secretHeader = "X-MasterOrder-Cluster-Secret"
+	applyErrHdr  = "X-MasterOrder-Apply-Error"
+	outcomeHdr   = "X-MasterOrder-Outcome"
+)
+
+// Proposal is one command to commit.
+type Proposal struct {
+	Type    raftfsm.CommandType
+	Version uint8
+	Flags   raftfsm.Flags
+	Payload []byte
+	// Idempotent commands (a guest order carries its Idempotency-Key) are
+	// retried on the new leader even when the first attempt's outcome is
+	// unknown: applying them twice answers with a replay.
+	Idempotent bool
+}
+
+// Apply commits a version-1 command through Raft and returns its result.
+func (n *Node) Apply(ctx context.Context, t raftfsm.CommandType, payload []byte) ([]byte, error) {
+	return n.Propose(ctx, Proposal{Type: t, Version: 1, Payload: payload})
+}
+
+// Propose commits p: on the leader directly, elsewhere forwarded to the
+// leader over the internal channel, retrying across leader changes for up
+// to retryWindow.
+func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
+	if p.Version == 0 {
+		p.Version = 1
+	}
+	if err := n.fsm.Halted(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(retryWindow)
+	backoff := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		var out []byte
+		var err error
+		if n.raft.State() == raft.Leader {
+			out, err = n.applyLocal(p)
+		} else {
+			out, err = n.forward(ctx, p)
+		}
+		retry := false
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, errRetry):
+			retry = true
+		case errors.Is(err, ErrUnknownOutcome):
+			if !p.Idempotent {
+				return nil, err
+			}
+			retry = true
+		default:
+			return nil, err
+		}
+		if !retry || time.Now().After(deadline) {
+			if errors.Is(err, ErrUnknownOutcome) {
+				return nil, err
+			}
+			return nil, ErrNoQuorum
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("propose: %w", ctx.Err())
+		case <-time.After(backoff + rand.N(backoff)):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// errRetry marks failures where the command surely did not commit.
+var errRetry = errors.New("not applied; retry")
+
+func (n *Node) applyLocal(p Proposal) ([]byte, error) {
+	stamp, ok := n.clock.stamp()
+	if !ok || !n.ready.Load() {
+		return nil, fmt.Errorf("%w: leader not ready", errRetry)
+	}
+	cmd := raftfsm.Command{Type: p.Type, Version: p.Version, Flags: p.Flags, FSMTime: stamp,
+		WallTime: n.opts.WallClock().UnixMilli(), Payload: p.Payload}
+	f := n.raft.Apply(cmd.Encode(), applyTimeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown):
+			return nil, fmt.Errorf("%w: %v", errRetry, err)
+		default: // ErrLeadershipLost, ErrEnqueueTimeout: it may still commit
+			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+		}
+	}
+	resp, ok := f.Response().(raftfsm.Response)
+	if !ok {
+		return nil, fmt.Errorf("unexpected fsm response %T", f.Response())
+	}
+	return resp.Data, resp.Err
+}
+
+// forward sends p to the leader's internal endpoint.
+func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
+	_, leaderAddr := n.LeaderID()
+	if leaderAddr == "" {
+		return nil, fmt.Errorf("%w: no leader known", errRetry)
+	}
+	body := make([]byte, 3+len(p.Payload))
+	body[0], body[1], body[2] = byte(p.Type), p.Version, byte(p.Flags)
+	copy(body[3:], p.Payload)
+	rctx, cancel := context.WithTimeout(ctx, applyTimeout+time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, "http://"+leaderAddr+"/internal/apply", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("forward: %w", err)
+	}
+	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
+	resp, err := n.peerHTTP.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("forward: %w", ctx.Err())
+		}
+		// The request may have reached the leader before the failure.
+		return nil, fmt.Errorf("%w: forward to %s: %v", ErrUnknownOutcome, leaderAddr, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read forwarded result: %v", ErrUnknownOutcome, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if msg := resp.Header.Get(applyErrHdr); msg != "" {
+			return data, errors.New(msg)
+		}
+		return data, nil
+	case http.StatusMisdirectedRequest:
+		return nil, fmt.Errorf("%w: %s is not the leader", errRetry, leaderAddr)
+	case http.StatusServiceUnavailable:
+		if resp.Header.Get(outcomeHdr) == "unknown" {
+			return nil, fmt.Errorf("%w: at leader: %s", ErrUnknownOutcome, data)
+		}
+		return nil, fmt.Errorf("%w: leader busy: %s", errRetry, data)
+	default:
+		return nil, fmt.Errorf("forward to %s: status %d: %s", leaderAddr, resp.StatusCode, data)
+	}
+}
+
+// internalHandler serves the internal channel on the Raft port: forwarded
+// commands and read-index requests from the other members.
+func (n *Node) internalHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /internal/apply", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil || len(body) < 3 {
+			http.Error(w, "bad command", http.StatusBadRequest)
+			return
+		}
+		if n.raft.State() != raft.Leader {
+			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+			return
+		}
+		p := Proposal{Type: raftfsm.CommandType(body[0]), Version: body[1], Flags: raftfsm.Flags(body[2]), Payload: body[3:]}
+		out, err := n.applyLocal(p)
+		switch {
+		case err == nil:
+		case errors.Is(err, errRetry):
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, err.Error())
+			return
+		case errors.Is(err, ErrUnknownOutcome):
+			w.Header().Set(outcomeHdr, "unknown")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, err.Error())
+			return
+		default:
+			w.Header().Set(applyErrHdr, err.Error())
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(out)
+	})
+	mux.HandleFunc("GET /internal/readindex", func(w http.ResponseWriter, r *http.Request) {
+		idx, err := n.leaderReadIndex()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusMisdirectedRequest)
+			return
+		}
+		w.Write([]byte(strconv.FormatUint(idx, 10)))
+	})
+	mux.HandleFunc("GET /internal/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := n.fsm.WriteSnapshot(w); err != nil {
+			n.log.Error("stream snapshot", "error", err)
+		}
+	})
+	return requireSecret(n.cfg.ClusterSecret, mux)
+}
+
+func requireSecret(secret string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !constantTimeEqual(r.Header.Get(secretHeader), secret) {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// leaderReadIndex is the ReadIndex step on the leader: its commit index,
+// confirmed by a heartbeat round that it is still the leader.
+func (n *Node) leaderReadIndex() (uint64, error) {
+	if n.raft.State() != raft.Leader || !n.ready.Load() {
+		return 0, errors.New("not the ready leader")
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, fmt.Errorf("verify leader: %w", err)
+	}
+	return idx, nil
+}
+
+// ConsistentRead waits until this node has applied everything the cluster
+// had committed when it was called (ReadIndex), so a local read after it
+// sees every acknowledged write, on any node.
+func (n *Node) ConsistentRead(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, retryWindow)
+	defer cancel()
+	backoff := 10 * time.Millisecond
+	for {
+		idx, err := n.readIndex(ctx)
+		if err == nil {
+			return n.fsm.WaitApplied(ctx, idx)
+		}
+		select {
+		case <-ctx.Done():
+			return ErrNoQuorum
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+func (n *Node) readIndex(ctx context.Context) (uint64, error) {
+	if n.raft.State() == raft.Leader {
+		return n.leaderReadIndex()
+	}
+	_, addr := n.LeaderID()
+	if addr == "" {
+		return 0, errors.New("no leader known")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/internal/readindex", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
+	resp, err := n.peerHTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("read index from %s: %s", addr, b)
+	}
+	return strconv.ParseUint(string(b), 10, 64)
+}
+
+// kvDue peeks whether any coordination key has lapsed.
+func (n *Node) kvDue() bool {
+	due := false
+	now := n.FSMNow()
+	n.fsm.View(func(tx *bolt.Tx) error {
+		due = kv.Due(tx, now)
+		return nil
+	})
+	return due
+}
+
+var _ kv.Applier = (*Node)(nil)

@@ -1,0 +1,307 @@
+package node
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 64 << 10
+
+// APIError is the error body every endpoint answers with.
+type APIError struct {
+	Allowed    bool   `json:"allowed"`
+	ReasonCode string `json:"reasonCode"`
+	Message    string `json:"message"`
+}
+
+// English reports whether the caller asked for English (en, en-US, …).
+func English(c echo.Context) bool {
+	al := strings.TrimSpace(c.Request().Header.Get("Accept-Language"))
+	return strings.HasPrefix(strings.ToLower(al), "en")
+}
+
+// Fail answers with a reason code and a message in the caller's language;
+// retryAfter > 0 adds Retry-After in whole seconds, rounded up.
+func Fail(c echo.Context, status int, code, ja, en string, retryAfter time.Duration) error {
+	if retryAfter > 0 {
+		c.Response().Header().Set("Retry-After", fmt.Sprint(int64(math.Ceil(retryAfter.Seconds()))))
+	}
+	msg := ja
+	if English(c) {
+		msg = en
+	}
+	return c.JSON(status, APIError{Allowed: false, ReasonCode: code, Message: msg})
+}
+
+// FailErr maps cluster errors (no quorum, halted) to their answers; other
+// errors become 500 INTERNAL without details (they are logged).
+func (n *Node) FailErr(c echo.Context, err error) error {
+	switch {
+	case errors.Is(err, ErrNoQuorum), errors.Is(err, ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
+		return Fail(c, http.StatusServiceUnavailable, "NO_QUORUM",
+			"店舗サーバーが一時的に応答できません。少し待ってからもう一度お試しください。",
+			"The store servers cannot commit right now. Please try again shortly.", 2*time.Second)
+	case errors.Is(err, ErrHalted):
+		return Fail(c, http.StatusServiceUnavailable, "NODE_HALTED",
+			"この端末は停止しています。別の端末をお使いください。",
+			"This box has stopped serving writes. Please use another one.", 5*time.Second)
+	default:
+		n.log.Error("request failed", "path", c.Path(), "error", err)
+		return Fail(c, http.StatusInternalServerError, "INTERNAL",
+			"内部エラーが発生しました。", "Internal error.", 0)
+	}
+}
+
+func newEcho(n *Node) *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			switch he.Code {
+			case http.StatusNotFound:
+				Fail(c, he.Code, "NOT_FOUND", "見つかりません。", "Not found.", 0)
+			case http.StatusMethodNotAllowed:
+				Fail(c, he.Code, "METHOD_NOT_ALLOWED", "このメソッドは使えません。", "Method not allowed.", 0)
+			case http.StatusRequestEntityTooLarge:
+				Fail(c, he.Code, "BODY_TOO_LARGE", "リクエストが大きすぎます。", "Request body too large.", 0)
+			case http.StatusUnauthorized:
+				Fail(c, he.Code, "UNAUTHORIZED", "ログインが必要です。", "Login required.", 0)
+			default:
+				if he.Code >= 500 {
+					n.log.Error("request failed", "path", c.Path(), "error", err)
+					Fail(c, http.StatusInternalServerError, "INTERNAL", "内部エラーが発生しました。", "Internal error.", 0)
+					return
+				}
+				Fail(c, he.Code, "BAD_REQUEST", "リクエストが正しくありません。", "Bad request.", 0)
+			}
+			return
+		}
+		n.FailErr(c, err)
+	}
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+		n.log.Error("panic in handler", "path", c.Path(), "error", err, "stack", string(stack))
+		return err
+	}}))
+	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
+	e.Use(n.cors())
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET("/readyz", n.handleReady)
+	e.GET("/api/cluster/status", n.handleStatus)
+	return e
+}
+
+// cors lets the web apps served by one box call the others (order-sdk.js
+// retries on another node; the kitchen screen fails over).
+func (n *Node) cors() echo.MiddlewareFunc {
+	var origins []string
+	for _, p := range n.cfg.Peers {
+		origins = append(origins, "http://"+p.HTTPAddr)
+		if host, port, ok := strings.Cut(p.HTTPAddr, ":"); ok && (host == "127.0.0.1" || host == "localhost") {
+			origins = append(origins, "http://localhost:"+port, "http://127.0.0.1:"+port)
+		}
+	}
+	return middleware.CORSWithConfig(middleware.CORSConfig{
+		AllowOrigins:  origins,
+		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
+		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
+		ExposeHeaders: []string{"Retry-After", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed"},
+		MaxAge:        600,
+	})
+}
+
+// Ready reports whether this node knows a leader it heard from recently and
+// has applied what it knows to be committed.
+func (n *Node) Ready() bool {
+	if n.raft == nil || n.fsm.Halted() != nil {
+		return false
+	}
+	switch n.raft.State() {
+	case raft.Leader:
+		if !n.ready.Load() {
+			return false
+		}
+		// A leader that lost its quorum steps down after the lease; until
+		// then it must not call itself ready.
+		if err := n.raft.VerifyLeader().Error(); err != nil {
+			return false
+		}
+	case raft.Follower:
+		if _, id := n.raft.LeaderWithID(); id == "" {
+			return false
+		}
+		if time.Since(n.raft.LastContact()) > n.cfg.Raft.ElectionTimeout.Duration {
+			return false
+		}
+	default:
+		return false
+	}
+	return n.fsm.Applied() >= n.raft.CommitIndex()
+}
+
+func (n *Node) handleReady(c echo.Context) error {
+	if n.Ready() {
+		return c.String(http.StatusOK, "ready")
+	}
+	return c.String(http.StatusServiceUnavailable, "not ready")
+}
+
+// LeaderInfo names the leader in the status.
+type LeaderInfo struct {
+	ID       string `json:"id"`
+	HTTPAddr string `json:"httpAddr"`
+}
+
+// MemberStatus is one member in the status.
+type MemberStatus struct {
+	ID        string `json:"id"`
+	RaftAddr  string `json:"raftAddr"`
+	HTTPAddr  string `json:"httpAddr"`
+	Suffrage  string `json:"suffrage"`
+	Reachable bool   `json:"reachable"`
+}
+
+// Status is GET /api/cluster/status.
+type Status struct {
+	NodeID       string         `json:"nodeId"`
+	State        string         `json:"state"`
+	Leader       *LeaderInfo    `json:"leader"`
+	Term         uint64         `json:"term"`
+	CommitIndex  uint64         `json:"commitIndex"`
+	AppliedIndex uint64         `json:"appliedIndex"`
+	Nodes        []MemberStatus `json:"nodes"`
+	FSMTime      int64          `json:"fsmTime"`
+	ClockSuspect bool           `json:"clockSuspect"`
+	CloudSync    any            `json:"cloudSync,omitempty"`
+}
+
+// SetCloudSyncStatus installs the function that fills status.cloudSync.
+func (n *Node) SetCloudSyncStatus(fn func() any) {
+	n.extrasMu.Lock()
+	n.cloudStatus = fn
+	n.extrasMu.Unlock()
+}
+
+// Status reports the node's view of the cluster.
+func (n *Node) Status() Status {
+	s := Status{
+		NodeID:       n.cfg.NodeID,
+		State:        strings.ToLower(n.raft.State().String()),
+		Term:         n.raft.CurrentTerm(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.fsm.Applied(),
+		FSMTime:      n.FSMNow(),
+		ClockSuspect: n.clockSuspect(),
+	}
+	if id, _ := n.LeaderID(); id != "" {
+		s.Leader = &LeaderInfo{ID: id, HTTPAddr: n.MemberHTTP(id)}
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			id := string(srv.ID)
+			suffrage := "voter"
+			if srv.Suffrage != raft.Voter {
+				suffrage = "nonvoter"
+			}
+			s.Nodes = append(s.Nodes, MemberStatus{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.MemberHTTP(id),
+				Suffrage: suffrage, Reachable: id == n.cfg.NodeID || n.probe.reachable(id)})
+		}
+	}
+	n.extrasMu.Lock()
+	cloud := n.cloudStatus
+	n.extrasMu.Unlock()
+	if cloud != nil {
+		s.CloudSync = cloud()
+	}
+	return s
+}
+
+// clockSuspect flags a wall clock that is obviously wrong: before this
+// software existed, or behind what a previous leader stamped.
+func (n *Node) clockSuspect() bool {
+	wall := n.opts.WallClock()
+	if wall.Year() < 2025 {
+		return true
+	}
+	last := n.fsm.LastWall()
+	return last > 0 && wall.UnixMilli() < last-60_000
+}
+
+func (n *Node) handleStatus(c echo.Context) error { return c.JSON(http.StatusOK, n.Status()) }
+
+// MemberHTTP returns a member's HTTP address: configured peers, then
+// members added later (recorded in the KV by the membership call).
+func (n *Node) MemberHTTP(id string) string {
+	if a := n.cfg.PeerHTTP(id); a != "" {
+		return a
+	}
+	if e, ok, _ := n.kv.Get("member:" + id); ok {
+		return string(e.Value)
+	}
+	return ""
+}
+
+func constantTimeEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// peerProbe checks the other members' /healthz so the status can say
+// which boxes this one can reach.
+type peerProbe struct {
+	mu sync.Mutex
+	ok map[string]bool
+}
+
+func (p *peerProbe) reachable(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok[id]
+}
+
+func (p *peerProbe) run(n *Node) {
+	defer n.wg.Done()
+	client := &http.Client{Timeout: time.Second}
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		res := map[string]bool{}
+		if f := n.raft.GetConfiguration(); f.Error() == nil {
+			for _, srv := range f.Configuration().Servers {
+				id := string(srv.ID)
+				addr := n.MemberHTTP(id)
+				if id == n.cfg.NodeID || addr == "" {
+					continue
+				}
+				resp, err := client.Get("http://" + addr + "/healthz")
+				if err == nil {
+					resp.Body.Close()
+					res[id] = resp.StatusCode == http.StatusOK
+				}
+			}
+		}
+		p.mu.Lock()
+		p.ok = res
+		p.mu.Unlock()
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// leaderClock stamps FSM time on the leader: the FSM time when it became
+// leader plus monotonic time since. Boxes boot offline with wrong wall
+// clocks, so no TTL may depend on a wall clock.
+type leaderClock struct {
+	mu    sync.Mutex
+	base  int64
+	start time.Time // carries Go's monotonic reading
+	set   bool
+}
+
+func (c *leaderClock) reset(base int64) {
+	c.mu.Lock()
+	c.base, c.start, c.set = base, time.Now(), true
+	c.mu.Unlock()
+}
+
+func (c *leaderClock) clear() {
+	c.mu.Lock()
+	c.set = false
+	c.mu.Unlock()
+}
+
+func (c *leaderClock) stamp() (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.set {
+		return 0, false
+	}
+	return c.base + time.Since(c.start).Milliseconds(), true
+}
+
+// FSMNow estimates the current FSM time for local reads: the leader's
+// clock, or on a follower the last applied FSM time (expiry is judged
+// strictly inside Apply; reads only need to hide what has surely lapsed).
+func (n *Node) FSMNow() int64 {
+	if t, ok := n.clock.stamp(); ok {
+		return t
+	}
+	return n.fsm.Now()
+}
+
+// worker is a leader-only background job.
+type worker struct {
+	name string
+	run  func(ctx context.Context)
+}
+
+// AddLeaderWorker registers a job that runs while this node is the ready
+// leader; its context ends when leadership is lost or the node stops.
+func (n *Node) AddLeaderWorker(name string, run func(ctx context.Context)) {
+	n.workersMu.Lock()
+	n.workers = append(n.workers, worker{name: name, run: run})
+	n.workersMu.Unlock()
+}
+
+// watchLeadership reacts to leadership changes: a new leader issues a
+// Barrier (so everything committed before it is applied), sets its FSM
+// clock from the applied FSM time, then serves consistent reads, stamps
+// commands and runs the leader-only workers.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	cancelWorkers := func() {}
+	var workersWG sync.WaitGroup
+	stopWorkers := func() {
+		n.ready.Store(false)
+		n.clock.clear()
+		cancelWorkers()
+		workersWG.Wait()
+	}
+	defer stopWorkers()
+	ch := n.raft.LeaderCh()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case isLeader := <-ch:
+			stopWorkers()
+			if !isLeader {
+				continue
+			}
+			if err := n.raft.Barrier(5 * time.Second).Error(); err != nil {
+				n.log.Warn("barrier after election failed", "error", err)
+				continue
+			}
+			base := n.fsm.Now()
+			if base == 0 {
+				// A brand-new cluster starts its FSM clock at this box's
+				// wall clock, for readable numbers; only differences count.
+				base = n.opts.WallClock().UnixMilli()
+				if base < 0 {
+					base = 0
+				}
+			}
+			n.clock.reset(base)
+			n.ready.Store(true)
+			n.log.Info("leader ready", "term", n.raft.CurrentTerm(), "fsmTime", base)
+			ctx, cancel := context.WithCancel(n.ctx)
+			cancelWorkers = cancel
+			n.workersMu.Lock()
+			for _, w := range n.workers {
+				workersWG.Add(1)
+				go func(w worker) {
+					defer workersWG.Done()
+					w.run(ctx)
+				}(w)
+			}
+			n.workersMu.Unlock()
+		}
+	}
+}
+
+// IsLeader reports whether this node is the ready leader.
+func (n *Node) IsLeader() bool {
+	return n.raft != nil && n.raft.State() == raft.Leader && n.ready.Load()
+}
+
+// LeaderID returns the current leader's id and raft address, if known.
+func (n *Node) LeaderID() (id, addr string) {
+	a, i := n.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// expireWorker removes lapsed coordination keys (they are invisible
+// already; this keeps the file small). It proposes only when keys are due.
+func (n *Node) expireWorker(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !n.kvDue() {
+			continue
+		}
+		if _, err := n.kv.Expire(ctx, 1000); err != nil && ctx.Err() == nil {
+			n.log.Warn("expire keys", "error", err)
+		}
+	}
+}

@@ -1,0 +1,375 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/labstack/echo/v4"
+	bolt "go.etcd.io/bbolt"
+
+	"masterorder/kv"
+	"masterorder/raftfsm"
+)
+
+// Options are the parts of a node that are not configuration: what the
+// domain registers, and test hooks.
+type Options struct {
+	// Register adds the domain's commands to the node's dispatch table.
+	Register func(reg *raftfsm.Registry)
+	Migrate  func(tx *sql.Tx) error
+	Logger   *slog.Logger
+	// WallClock is the box's wall clock (tests skew it); FSM time never
+	// depends on it.
+	WallClock func() time.Time
+	// ServerTLS/ClientTLS secure the Raft port (Raft and the internal
+	// channel) with mutual TLS; nil means plain TCP.
+	ServerTLS *tls.Config
+	ClientTLS *tls.Config
+}
+
+// Node is one store box.
+type Node struct {
+	cfg  Config
+	opts Options
+	log  *slog.Logger
+
+	fsm       *raftfsm.FSM
+	raft      *raft.Raft
+	logStore  *raftboltdb.BoltStore
+	trans     *raft.NetworkTransport
+	mux       *connMux
+	internal  *http.Server
+	peerHTTP  *http.Client
+	echo      *echo.Echo
+	httpLn    net.Listener
+	kv        kv.Client
+	clock     leaderClock
+	ready     atomic.Bool // leader: barrier done and clock set
+	workersMu sync.Mutex
+	workers   []worker
+	probe     peerProbe
+
+	extrasMu    sync.Mutex
+	cloudStatus func() any
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stop   sync.Once
+}
+
+// New opens the node's files; routes and workers are added before Start.
+func New(cfg Config, opts Options) (*Node, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.WallClock == nil {
+		opts.WallClock = time.Now
+	}
+	log := opts.Logger.With("node", cfg.NodeID)
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
+	}
+	reg := raftfsm.NewRegistry()
+	kv.Register(reg)
+	if opts.Register != nil {
+		opts.Register(reg)
+	}
+	fsm, err := raftfsm.Open(raftfsm.Options{
+		Dir:      filepath.Join(cfg.DataDir, "fsm"),
+		Registry: reg,
+		Migrate:  opts.Migrate,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
+	n.kv = kv.Client{A: n, V: n}
+	n.AddLeaderWorker("expire", n.expireWorker)
+	n.echo = newEcho(n)
+	n.peerHTTP = &http.Client{Transport: &http.Transport{
+		DialContext:         n.dialInternal,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     30 * time.Second,
+	}}
+	return n, nil
+}
+
+// Config returns the node's configuration.
+func (n *Node) Config() Config { return n.cfg }
+
+// Logger returns the node's logger.
+func (n *Node) Logger() *slog.Logger { return n.log }
+
+// Echo is the public HTTP server; the domain registers its routes on it.
+func (n *Node) Echo() *echo.Echo { return n.echo }
+
+// FSM is the local replica.
+func (n *Node) FSM() *raftfsm.FSM { return n.fsm }
+
+// KV is the coordination KV client.
+func (n *Node) KV() kv.Client { return n.kv }
+
+// Raft exposes the consensus module (membership, stats).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// View reads the local coordination KV.
+func (n *Node) View(fn func(tx *bolt.Tx) error) error { return n.fsm.View(fn) }
+
+// Start opens the ports, starts Raft (bootstrapping a new cluster from the
+// configured peers) and serves HTTP.
+func (n *Node) Start() error {
+	if err := n.startRaft(); err != nil {
+		n.Stop()
+		return err
+	}
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		n.Stop()
+		return fmt.Errorf("listen http_addr %s: %w", n.cfg.HTTPAddr, err)
+	}
+	n.httpLn = ln
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		srv := n.echo.Server
+		srv.ReadHeaderTimeout = 10 * time.Second
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server stopped", "error", err)
+		}
+	}()
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.probe.run(n)
+	return nil
+}
+
+func (n *Node) startRaft() error {
+	cfg := n.cfg
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(raftDir, 0o750); err != nil {
+		return fmt.Errorf("create raft dir %s: %w", raftDir, err)
+	}
+	logPath := filepath.Join(raftDir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
+	if err != nil {
+		return fmt.Errorf("open raft log %s: %w", logPath, err)
+	}
+	n.logStore = store
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, n.hclog("snapshot"))
+	if err != nil {
+		return fmt.Errorf("open snapshot store %s: %w", raftDir, err)
+	}
+
+	base, err := net.Listen("tcp", cfg.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
+	}
+	if n.opts.ServerTLS != nil {
+		base = tls.NewListener(base, n.opts.ServerTLS)
+	}
+	n.mux = newConnMux(base)
+	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("resolve raft_addr %s: %w", cfg.RaftAddr, err)
+	}
+	dials := map[string]string{}
+	for _, p := range cfg.Peers {
+		if p.DialAddr != "" {
+			dials[p.ID] = p.DialAddr
+		}
+	}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		ServerAddressProvider: &addressProvider{dial: dials},
+		Stream:                &streamLayer{chanListener: n.mux.raftL, advertise: advertise, dial: n.dialPeer},
+		MaxPool:               4,
+		Timeout:               5 * time.Second,
+		Logger:                n.hclog("transport"),
+	})
+
+	n.internal = &http.Server{Handler: n.internalHandler(), ReadHeaderTimeout: 5 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.internal.Serve(n.mux.httpL)
+	}()
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.Raft.HeartbeatTimeout.Duration
+	rc.ElectionTimeout = cfg.Raft.ElectionTimeout.Duration
+	rc.LeaderLeaseTimeout = cfg.Raft.LeaderLeaseTimeout.Duration
+	rc.CommitTimeout = cfg.Raft.CommitTimeout.Duration
+	rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
+	rc.SnapshotInterval = cfg.Raft.SnapshotInterval.Duration
+	rc.TrailingLogs = cfg.Raft.TrailingLogs
+	rc.MaxAppendEntries = cfg.Raft.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.Logger = n.hclog("raft")
+
+	// The FSM files persist across restarts. When they are consistent and
+	// not behind the newest snapshot, Raft skips the restore and replays
+	// only the entries after it (which the FSM skips up to its applied
+	// index): a restart costs milliseconds, not a full rebuild.
+	restore, err := n.needRestore(snaps)
+	if err != nil {
+		return err
+	}
+	rc.NoSnapshotRestoreOnStart = !restore
+
+	logs := raft.LogStore(store)
+	if cache, err := raft.NewLogCache(1024, store); err == nil {
+		logs = cache
+	}
+	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+
+	existing, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return fmt.Errorf("inspect raft state: %w", err)
+	}
+	if !existing {
+		var servers []raft.Server
+		for _, p := range cfg.Peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+		}
+		// Every listed peer bootstraps the same configuration; Raft
+		// treats identical bootstraps as one.
+		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return fmt.Errorf("bootstrap cluster: %w", err)
+		}
+	}
+	return nil
+}
+
+// needRestore decides whether Raft must rebuild the FSM from its newest
+// snapshot at start.
+func (n *Node) needRestore(snaps raft.SnapshotStore) (bool, error) {
+	list, err := snaps.List()
+	if err != nil {
+		return false, fmt.Errorf("list snapshots: %w", err)
+	}
+	ok, err := n.fsm.Consistent()
+	if err != nil {
+		return false, err
+	}
+	var snapIndex uint64
+	if len(list) > 0 {
+		snapIndex = list[0].Index
+	}
+	if ok && n.fsm.Applied() >= snapIndex {
+		return false, nil
+	}
+	n.log.Warn("fsm files are behind the snapshot or disagree: rebuilding from snapshot and log",
+		"fsmApplied", n.fsm.Applied(), "snapshotIndex", snapIndex, "consistent", ok)
+	if err := n.fsm.Reset(); err != nil {
+		return false, err
+	}
+	return len(list) > 0, nil
+}
+
+func (n *Node) dialPeer(addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	if n.opts.ClientTLS != nil {
+		return tls.DialWithDialer(&d, "tcp", addr, n.opts.ClientTLS)
+	}
+	return d.Dial("tcp", addr)
+}
+
+// dialInternal dials the internal channel of a peer; the URL host is the
+// peer's canonical raft address, mapped through dial_addr when set.
+func (n *Node) dialInternal(ctx context.Context, _, addr string) (net.Conn, error) {
+	for _, p := range n.cfg.Peers {
+		if p.RaftAddr == addr && p.DialAddr != "" {
+			addr = p.DialAddr
+		}
+	}
+	d := net.Dialer{Timeout: 2 * time.Second}
+	if n.opts.ClientTLS != nil {
+		td := tls.Dialer{NetDialer: &d, Config: n.opts.ClientTLS}
+		return td.DialContext(ctx, "tcp", addr)
+	}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// Stop shuts the node down cleanly: HTTP first, then Raft, then files.
+// The node stays a member of the cluster (a restart, not a removal).
+func (n *Node) Stop() {
+	n.stop.Do(func() {
+		n.cancel()
+		if n.httpLn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			n.echo.Shutdown(ctx)
+			cancel()
+		}
+		if n.raft != nil {
+			if err := n.raft.Shutdown().Error(); err != nil {
+				n.log.Error("raft shutdown", "error", err)
+			}
+		}
+		if n.internal != nil {
+			n.internal.Close()
+		}
+		if n.trans != nil {
+			n.trans.Close()
+		}
+		if n.mux != nil {
+			n.mux.Close()
+		}
+		n.peerHTTP.CloseIdleConnections()
+		n.wg.Wait()
+		if n.logStore != nil {
+			n.logStore.Close()
+		}
+		n.fsm.Close()
+	})
+}
+
+// Done is closed when the node is stopping.
+func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
+
+// hclog adapts Raft's logger to slog, keeping Raft's chatter at warn+.
+func (n *Node) hclog(name string) hclog.Logger {
+	level := hclog.Warn
+	if n.cfg.Log.Level == "debug" {
+		level = hclog.Debug
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:   n.cfg.NodeID + "." + name,
+		Level:  level,
+		Output: slogWriter{n.log.With("component", name)},
+	})
+}
+
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(b []byte) (int, error) {
+	w.l.Warn(string(trimNL(b)))
+	return len(b), nil
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

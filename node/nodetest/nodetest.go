@@ -1,0 +1,234 @@
+// Package nodetest starts in-process clusters on loopback for tests.
+package nodetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"masterorder/node"
+)
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Configs builds n node configs on free loopback ports under dir.
+func Configs(t testing.TB, n int, dir string) []node.Config {
+	var peers []node.Peer
+	for i := 0; i < n; i++ {
+		id := string(rune('a' + i))
+		peers = append(peers, node.Peer{ID: id,
+			RaftAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+			HTTPAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t))})
+	}
+	var cfgs []node.Config
+	for _, p := range peers {
+		c := node.Defaults()
+		c.NodeID, c.ShopID = p.ID, "testshop"
+		c.DataDir = filepath.Join(dir, "data-"+p.ID)
+		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
+		c.ClusterSecret = "test-cluster-secret-0123456789"
+		c.Staff.TokenSecret = "test-token-secret-0123456789"
+		c.Demo = true
+		c.Peers = append([]node.Peer(nil), peers...)
+		cfgs = append(cfgs, c)
+	}
+	return cfgs
+}
+
+// Cluster is a set of nodes in this process.
+type Cluster struct {
+	T       testing.TB
+	Configs []node.Config
+	Nodes   []*node.Node // nil while a node is stopped
+	// Options builds node i's options (domain registration, clocks).
+	Options func(i int) node.Options
+	// Setup runs on each node after New and before Start (routes, workers).
+	Setup func(i int, n *node.Node)
+}
+
+// Logger is quiet unless MO_TEST_LOG is set.
+func Logger() *slog.Logger {
+	if os.Getenv("MO_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(discard{}, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+type discard struct{}
+
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+// Start starts n nodes and waits for a ready leader; they are stopped
+// when the test ends.
+func Start(t testing.TB, n int, mutate func(i int, c *node.Config), options func(i int) node.Options, setup func(i int, n *node.Node)) *Cluster {
+	t.Helper()
+	c := &Cluster{T: t, Configs: Configs(t, n, t.TempDir()), Options: options, Setup: setup}
+	if mutate != nil {
+		for i := range c.Configs {
+			mutate(i, &c.Configs[i])
+		}
+	}
+	c.Nodes = make([]*node.Node, n)
+	for i := range c.Configs {
+		c.StartNode(i)
+	}
+	t.Cleanup(c.StopAll)
+	c.WaitLeader(10 * time.Second)
+	return c
+}
+
+// StartNode (re)starts node i from its files.
+func (c *Cluster) StartNode(i int) *node.Node {
+	c.T.Helper()
+	opts := node.Options{}
+	if c.Options != nil {
+		opts = c.Options(i)
+	}
+	if opts.Logger == nil {
+		opts.Logger = Logger()
+	}
+	nd, err := node.New(c.Configs[i], opts)
+	if err != nil {
+		c.T.Fatalf("new node %d: %v", i, err)
+	}
+	if c.Setup != nil {
+		c.Setup(i, nd)
+	}
+	if err := nd.Start(); err != nil {
+		c.T.Fatalf("start node %d: %v", i, err)
+	}
+	c.Nodes[i] = nd
+	return nd
+}
+
+// StopNode stops node i (its files stay).
+func (c *Cluster) StopNode(i int) {
+	if c.Nodes[i] != nil {
+		c.Nodes[i].Stop()
+		c.Nodes[i] = nil
+	}
+}
+
+// StopAll stops every running node.
+func (c *Cluster) StopAll() {
+	for i := range c.Nodes {
+		c.StopNode(i)
+	}
+}
+
+// Leader waits for a ready leader among the running nodes.
+func (c *Cluster) WaitLeader(timeout time.Duration) (int, *node.Node) {
+	c.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for i, n := range c.Nodes {
+			if n != nil && n.IsLeader() {
+				return i, n
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.T.Fatalf("no leader within %v", timeout)
+	return -1, nil
+}
+
+// Follower returns a running node that is not the leader.
+func (c *Cluster) Follower() (int, *node.Node) {
+	c.T.Helper()
+	li, _ := c.WaitLeader(10 * time.Second)
+	for i, n := range c.Nodes {
+		if n != nil && i != li {
+			return i, n
+		}
+	}
+	c.T.Fatal("no follower running")
+	return -1, nil
+}
+
+// WaitConverged waits until every running node applied the leader's
+// commit index, then returns the nodes' deterministic dumps.
+func (c *Cluster) WaitConverged(timeout time.Duration) [][]byte {
+	c.T.Helper()
+	_, leader := c.WaitLeader(timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	// A no-op write makes every earlier entry committed in this term.
+	if _, err := leader.KV().Delete(ctx, "nodetest:barrier"); err != nil {
+		c.T.Fatalf("barrier write: %v", err)
+	}
+	target := leader.Raft().CommitIndex()
+	var dumps [][]byte
+	for i, n := range c.Nodes {
+		if n == nil {
+			continue
+		}
+		if err := n.FSM().WaitApplied(ctx, target); err != nil {
+			c.T.Fatalf("node %d did not catch up to %d: %v", i, target, err)
+		}
+	}
+	// Nodes may have applied past target by now; dump at a quiet moment.
+	for i, n := range c.Nodes {
+		if n == nil {
+			continue
+		}
+		var b bytes.Buffer
+		if err := n.FSM().Dump(&b); err != nil {
+			c.T.Fatalf("dump node %d: %v", i, err)
+		}
+		dumps = append(dumps, b.Bytes())
+	}
+	return dumps
+}
+
+// AssertIdentical checks that every running node's dump is the same.
+func (c *Cluster) AssertIdentical(timeout time.Duration) {
+	c.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		dumps := c.WaitConverged(timeout)
+		same := true
+		for _, d := range dumps[1:] {
+			if !bytes.Equal(d, dumps[0]) {
+				same = false
+			}
+		}
+		if same {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.T.Fatalf("node dumps differ:\n%s", firstDiff(dumps))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func firstDiff(dumps [][]byte) string {
+	a := bytes.Split(dumps[0], []byte("\n"))
+	for k, d := range dumps[1:] {
+		b := bytes.Split(d, []byte("\n"))
+		for i := 0; i < len(a) && i < len(b); i++ {
+			if !bytes.Equal(a[i], b[i]) {
+				return fmt.Sprintf("node0 vs node%d at line %d:\n  %q\n  %q", k+1, i, a[i], b[i])
+			}
+		}
+		if len(a) != len(b) {
+			return fmt.Sprintf("node0 has %d lines, node%d has %d", len(a), k+1, len(b))
+		}
+	}
+	return "(no line differs)"
+}

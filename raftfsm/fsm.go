@@ -1,0 +1,436 @@
+package raftfsm
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+const (
+	boltFile   = "fsm.bolt"
+	sqliteFile = "domain.sqlite"
+)
+
+var (
+	metaBucket = []byte("_meta")
+	keyApplied = []byte("applied")
+	keyNow     = []byte("now")
+	keyWall    = []byte("wall")
+
+	// ErrHalted is returned once the FSM stopped applying (see Halted).
+	ErrHalted = errors.New("state machine halted")
+	// ErrUnknownCommand answers an ignorable command this node does not know.
+	ErrUnknownCommand = errors.New("unknown command type")
+)
+
+// Response is what Raft hands back to the proposer for one entry.
+type Response struct {
+	Data []byte
+	Err  error
+}
+
+// Options configure Open.
+type Options struct {
+	Dir      string
+	Registry *Registry
+	// Migrate brings the domain schema up to date; it runs at open and after
+	// every restore, inside one transaction, and must be idempotent.
+	Migrate func(tx *sql.Tx) error
+	Logger  *slog.Logger
+}
+
+// FSM applies committed commands to a bbolt file (coordination KV) and a
+// SQLite file (domain data) in the node's data directory.
+type FSM struct {
+	dir     string
+	reg     *Registry
+	migrate func(tx *sql.Tx) error
+	log     *slog.Logger
+
+	// mu guards the file handles: readers hold it shared, Restore exclusive.
+	mu     sync.RWMutex
+	bolt   *bolt.DB
+	sqlW   *sql.DB // the single writer connection used by Apply
+	sqlR   *sql.DB // read-only pool for local reads and snapshots
+	closed bool
+
+	state   sync.Mutex // guards the fields below
+	applied uint64
+	now     int64
+	wall    int64
+	halted  error
+	advance chan struct{} // closed and replaced whenever applied moves
+
+	listenMu sync.RWMutex
+	listener func([]Event)
+}
+
+// Open opens (or creates) the FSM files in dir and runs the migrations.
+func Open(opts Options) (*FSM, error) {
+	if opts.Registry == nil {
+		opts.Registry = NewRegistry()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create fsm dir %s: %w", opts.Dir, err)
+	}
+	f := &FSM{dir: opts.Dir, reg: opts.Registry, migrate: opts.Migrate, log: opts.Logger, advance: make(chan struct{})}
+	if err := f.openFiles(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *FSM) openFiles() error {
+	bpath := filepath.Join(f.dir, boltFile)
+	// NoSync: the Raft log is the durable part; the FSM files are rebuilt
+	// from snapshot + log when they disagree (see Consistent).
+	bdb, err := bolt.Open(bpath, 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return fmt.Errorf("open fsm bolt %s: %w", bpath, err)
+	}
+	w, r, err := openSQLite(filepath.Join(f.dir, sqliteFile))
+	if err != nil {
+		bdb.Close()
+		return err
+	}
+	f.bolt, f.sqlW, f.sqlR = bdb, w, r
+	if err := f.initMeta(); err != nil {
+		f.closeFiles()
+		return err
+	}
+	return nil
+}
+
+func (f *FSM) initMeta() error {
+	if err := f.bolt.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(metaBucket)
+		return err
+	}); err != nil {
+		return fmt.Errorf("init fsm meta: %w", err)
+	}
+	tx, err := f.sqlW.Begin()
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS _fsm_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create fsm meta table: %w", err)
+	}
+	if f.migrate != nil {
+		if err := f.migrate(tx); err != nil {
+			return fmt.Errorf("migrate domain schema: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit migration: %w", err)
+	}
+	return f.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(metaBucket)
+		f.state.Lock()
+		f.applied = getU64(b, keyApplied)
+		f.now = int64(getU64(b, keyNow))
+		f.wall = int64(getU64(b, keyWall))
+		f.state.Unlock()
+		return nil
+	})
+}
+
+func (f *FSM) closeFiles() {
+	if f.bolt != nil {
+		f.bolt.Close()
+	}
+	if f.sqlW != nil {
+		f.sqlW.Close()
+	}
+	if f.sqlR != nil {
+		f.sqlR.Close()
+	}
+}
+
+// Close releases the files.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	f.closeFiles()
+	return nil
+}
+
+// Consistent reports whether both files agree on the last applied index.
+// They are committed one after the other without fsync, so a crash between
+// the two commits (or a power cut) can leave them apart; then the node must
+// rebuild from snapshot and log instead of trusting them.
+func (f *FSM) Consistent() (bool, error) {
+	var sqlApplied int64
+	err := f.sqlR.QueryRow(`SELECT COALESCE((SELECT v FROM _fsm_meta WHERE k='applied'),0)`).Scan(&sqlApplied)
+	if err != nil {
+		return false, fmt.Errorf("read sqlite applied index: %w", err)
+	}
+	return uint64(sqlApplied) == f.Applied(), nil
+}
+
+// Reset empties both files: the node then rebuilds from snapshot and log.
+func (f *FSM) Reset() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closeFiles()
+	for _, name := range []string{boltFile, sqliteFile, sqliteFile + "-wal", sqliteFile + "-shm"} {
+		if err := os.Remove(filepath.Join(f.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("reset fsm: %w", err)
+		}
+	}
+	f.state.Lock()
+	f.applied, f.now, f.wall = 0, 0, 0
+	f.state.Unlock()
+	return f.openFiles()
+}
+
+// SetListener installs the function that receives events after each commit.
+// It runs on the apply path: it must not block.
+func (f *FSM) SetListener(fn func([]Event)) {
+	f.listenMu.Lock()
+	f.listener = fn
+	f.listenMu.Unlock()
+}
+
+// Applied is the last Raft index reflected in the files.
+func (f *FSM) Applied() uint64 {
+	f.state.Lock()
+	defer f.state.Unlock()
+	return f.applied
+}
+
+// Now is the FSM time of the last applied command (milliseconds).
+func (f *FSM) Now() int64 {
+	f.state.Lock()
+	defer f.state.Unlock()
+	return f.now
+}
+
+// LastWall is the wall clock the last leader stamped (display only).
+func (f *FSM) LastWall() int64 {
+	f.state.Lock()
+	defer f.state.Unlock()
+	return f.wall
+}
+
+// Halted returns the reason the FSM stopped applying, or nil.
+func (f *FSM) Halted() error {
+	f.state.Lock()
+	defer f.state.Unlock()
+	return f.halted
+}
+
+// WaitApplied blocks until index is applied locally or ctx ends.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.state.Lock()
+		applied, ch, halted := f.applied, f.advance, f.halted
+		f.state.Unlock()
+		if applied >= index {
+			return nil
+		}
+		if halted != nil {
+			return halted
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for index %d (applied %d): %w", index, applied, ctx.Err())
+		}
+	}
+}
+
+// View runs fn in a read transaction of the coordination KV.
+func (f *FSM) View(fn func(tx *bolt.Tx) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.bolt.View(fn)
+}
+
+// Query runs fn against the local read-only SQLite pool.
+func (f *FSM) Query(fn func(db *sql.DB) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return fn(f.sqlR)
+}
+
+// Apply implements raft.FSM for single entries.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies a batch of committed entries in one bbolt and one
+// SQLite transaction, storing the last applied index in both.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	if err := f.Halted(); err != nil {
+		for i := range out {
+			out[i] = Response{Err: err}
+		}
+		return out
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	events, last, now, wall, err := f.applyLocked(logs, out)
+	if err != nil {
+		f.halt(err)
+		for i := range out {
+			out[i] = Response{Err: fmt.Errorf("%w: %v", ErrHalted, err)}
+		}
+		return out
+	}
+	f.state.Lock()
+	if last > f.applied {
+		f.applied, f.now, f.wall = last, now, wall
+		close(f.advance)
+		f.advance = make(chan struct{})
+	}
+	f.state.Unlock()
+	if len(events) > 0 {
+		f.listenMu.RLock()
+		if f.listener != nil {
+			f.listener(events)
+		}
+		f.listenMu.RUnlock()
+	}
+	return out
+}
+
+func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, last uint64, now, wall int64, err error) {
+	f.state.Lock()
+	applied, now, wall := f.applied, f.now, f.wall
+	f.state.Unlock()
+	last = applied
+
+	btx, err := f.bolt.Begin(true)
+	if err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("begin bolt tx: %w", err)
+	}
+	defer btx.Rollback()
+	stx, err := f.sqlW.Begin()
+	if err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("begin sqlite tx: %w", err)
+	}
+	defer stx.Rollback()
+
+	for i, l := range logs {
+		if l.Index <= applied {
+			// Already in the files: the node restarted without restoring.
+			out[i] = Response{Err: fmt.Errorf("index %d already applied", l.Index)}
+			continue
+		}
+		last = l.Index
+		if l.Type != raft.LogCommand {
+			out[i] = Response{}
+			continue
+		}
+		cmd, derr := Decode(l.Data)
+		if derr != nil {
+			out[i] = Response{Err: derr}
+			continue
+		}
+		if cmd.FSMTime > now {
+			now = cmd.FSMTime
+		}
+		if cmd.WallTime != 0 {
+			wall = cmd.WallTime
+		}
+		reg, known := f.reg.handlers[cmd.Type]
+		if !known {
+			if cmd.Flags&FlagIgnorable != 0 {
+				out[i] = Response{Err: fmt.Errorf("%w %d (ignorable, skipped)", ErrUnknownCommand, cmd.Type)}
+				continue
+			}
+			return nil, 0, 0, 0, fmt.Errorf("index %d: command type %d is unknown to this version: upgrade this node", l.Index, cmd.Type)
+		}
+		ctx := &ApplyContext{Index: l.Index, Now: now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: btx, SQL: stx}
+		data, herr := reg.handler(ctx, cmd.Payload)
+		if herr != nil {
+			return nil, 0, 0, 0, fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, herr)
+		}
+		out[i] = Response{Data: data}
+		events = append(events, ctx.events...)
+	}
+	if last == applied {
+		return nil, applied, now, wall, nil
+	}
+	meta := btx.Bucket(metaBucket)
+	if err := putU64(meta, keyApplied, last); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	if err := putU64(meta, keyNow, uint64(now)); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	if err := putU64(meta, keyWall, uint64(wall)); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	if _, err := stx.Exec(`INSERT INTO _fsm_meta(k,v) VALUES('applied',?) ON CONFLICT(k) DO UPDATE SET v=excluded.v`, int64(last)); err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("store sqlite applied index: %w", err)
+	}
+	// SQLite first: if we die between the commits, SQLite is ahead and
+	// Consistent() sends the node through a rebuild.
+	if err := stx.Commit(); err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("commit sqlite: %w", err)
+	}
+	if err := btx.Commit(); err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("commit bolt: %w", err)
+	}
+	return events, last, now, wall, nil
+}
+
+func (f *FSM) halt(err error) {
+	f.log.Error("state machine halted: this node stops applying and serving writes", "error", err)
+	f.state.Lock()
+	if f.halted == nil {
+		f.halted = fmt.Errorf("%w: %v", ErrHalted, err)
+	}
+	close(f.advance)
+	f.advance = make(chan struct{})
+	f.state.Unlock()
+}
+
+func getU64(b *bolt.Bucket, k []byte) uint64 {
+	if b == nil {
+		return 0
+	}
+	v := b.Get(k)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putU64(b *bolt.Bucket, k []byte, v uint64) error {
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], v)
+	if err := b.Put(k, buf[:]); err != nil {
+		return fmt.Errorf("store %s: %w", k, err)
+	}
+	return nil
+}
+
+// copyN copies exactly n bytes.
+func copyN(w io.Writer, r io.Reader, n int64) error {
+	got, err := io.CopyN(w, r, n)
+	if err != nil {
+		return fmt.Errorf("copied %d of %d bytes: %w", got, n, err)
+	}
+	return nil
+}

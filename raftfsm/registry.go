@@ -1,0 +1,74 @@
+package raftfsm
+
+import (
+	"database/sql"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ApplyContext is what a handler sees for one committed command. Handlers
+// must be deterministic: everything variable comes in the payload, the time
+// is Now, and they touch nothing but Bolt and SQL.
+type ApplyContext struct {
+	Index    uint64 // Raft log index of this command
+	Now      int64  // FSM time in milliseconds, never runs backwards
+	WallTime int64  // leader's wall clock (display only)
+	Version  uint8  // command version, for handlers that read old layouts
+	Bolt     *bolt.Tx
+	SQL      *sql.Tx
+
+	events []Event
+}
+
+// Event is something a committed command tells listeners (the kitchen
+// stream) once its batch is durable in the FSM files.
+type Event struct {
+	Index uint64 // Raft log index of the command that emitted it
+	Type  string
+	Data  []byte
+}
+
+// Emit queues an event that is published after the batch commits.
+func (c *ApplyContext) Emit(typ string, data []byte) {
+	c.events = append(c.events, Event{Index: c.Index, Type: typ, Data: data})
+}
+
+// Handler applies one command. The returned bytes are the result handed to
+// the proposer (usually JSON). An error means the node could not apply a
+// committed entry (disk, bug): the FSM stops applying rather than diverge.
+// Domain rejections are results, not errors, and a handler checks before it
+// writes, so a rejection leaves nothing half-done.
+type Handler func(ctx *ApplyContext, payload []byte) ([]byte, error)
+
+type registration struct {
+	name    string
+	handler Handler
+}
+
+// Registry is the dispatch table: domain code registers its commands, the
+// FSM stays generic.
+type Registry struct {
+	handlers map[CommandType]registration
+}
+
+// NewRegistry returns an empty dispatch table.
+func NewRegistry() *Registry {
+	return &Registry{handlers: map[CommandType]registration{}}
+}
+
+// Register adds a handler; registering a type twice is a programming error.
+func (r *Registry) Register(t CommandType, name string, h Handler) {
+	if _, dup := r.handlers[t]; dup {
+		panic(fmt.Sprintf("raftfsm: command type %d registered twice", t))
+	}
+	r.handlers[t] = registration{name: name, handler: h}
+}
+
+// Name returns the registered name of a type, for logs and metrics.
+func (r *Registry) Name(t CommandType) string {
+	if reg, ok := r.handlers[t]; ok {
+		return reg.name
+	}
+	return fmt.Sprintf("unknown(%d)", t)
+}
