@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"masterorder/raftfsm"
 	bolt "go.etcd.io/bbolt"
+	"masterorder/raftfsm"
 )
 
 // Command types of the coordination KV (reserved range 1–31).

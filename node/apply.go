@@ -13,9 +13,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	bolt "go.etcd.io/bbolt"
 	"masterorder/kv"
 	"masterorder/raftfsm"
-	bolt "go.etcd.io/bbolt"
 )
 
 var (
