@@ -1,0 +1,241 @@
+package staffauth
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Cookie and header names.
+const (
+	CookieToken = "mo_staff"     // the token; HttpOnly
+	CookieCSRF  = "mo_csrf"      // CSRF value, readable by the page's script
+	HeaderCSRF  = "X-CSRF-Token" // where cookie-authenticated writes echo it
+	QueryToken  = "token"        // accepted on GET only (EventSource)
+)
+
+// Reason codes of the middleware's error answers.
+const (
+	ReasonUnauthorized = "UNAUTHORIZED"
+	ReasonCSRF         = "CSRF_TOKEN_INVALID"
+)
+
+// Source says how a request presented its token.
+type Source int
+
+// Token sources, in the order the middleware looks for them.
+const (
+	SourceBearer Source = iota + 1 // Authorization: Bearer
+	SourceCookie                   // mo_staff cookie: writes need X-CSRF-Token
+	SourceQuery                    // ?token= on a GET
+)
+
+var errMissing = errors.New("staffauth: no token")
+
+const (
+	ctxClaims = "masterorder.staffauth.claims"
+	ctxSource = "masterorder.staffauth.source"
+)
+
+// Auth authenticates staff requests.
+type Auth struct {
+	issuer    *Issuer
+	isRevoked func(id string) bool
+}
+
+// NewAuth returns the staff authenticator. isRevoked reports whether a
+// token id has been logged out (the server keeps revoked ids in the
+// replicated KV until the token would have expired); nil means none are.
+func NewAuth(issuer *Issuer, isRevoked func(id string) bool) (*Auth, error) {
+	if err := issuer.Validate(); err != nil {
+		return nil, err
+	}
+	if isRevoked == nil {
+		isRevoked = func(string) bool { return false }
+	}
+	return &Auth{issuer: issuer, isRevoked: isRevoked}, nil
+}
+
+// Issuer is the token issuer the Auth verifies with.
+func (a *Auth) Issuer() *Issuer { return a.issuer }
+
+// Authenticate finds and checks the request's token: form, signature,
+// expiry and revocation. It does not check CSRF.
+func (a *Auth) Authenticate(r *http.Request) (Claims, Source, error) {
+	token, src, err := tokenFrom(r)
+	if err != nil {
+		return Claims{}, 0, err
+	}
+	claims, err := a.issuer.Verify(token)
+	if err != nil {
+		return Claims{}, src, err
+	}
+	if a.isRevoked(claims.ID) {
+		return Claims{}, src, ErrRevoked
+	}
+	return claims, src, nil
+}
+
+// Middleware lets a request through only with a valid, unrevoked staff
+// token, answering 401 UNAUTHORIZED otherwise, and 403 CSRF_TOKEN_INVALID
+// for a cookie-authenticated write (not GET, HEAD or OPTIONS) whose
+// X-CSRF-Token header does not match. Handlers read the claims with
+// ClaimsFrom.
+func (a *Auth) Middleware() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			claims, src, err := a.Authenticate(r)
+			if err != nil {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="masterorder"`)
+				return deny(c, http.StatusUnauthorized, ReasonUnauthorized, unauthorizedMessage(err, english(r)))
+			}
+			if src == SourceCookie && !safeMethod(r.Method) {
+				got := r.Header.Get(HeaderCSRF)
+				want := a.issuer.CSRFToken(claims.ID)
+				if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+					return deny(c, http.StatusForbidden, ReasonCSRF, csrfMessage(english(r)))
+				}
+			}
+			c.Set(ctxClaims, claims)
+			c.Set(ctxSource, src)
+			return next(c)
+		}
+	}
+}
+
+// ClaimsFrom returns the claims the middleware verified for this request
+// (e.g. the id to revoke at logout).
+func ClaimsFrom(c echo.Context) (Claims, bool) {
+	cl, ok := c.Get(ctxClaims).(Claims)
+	return cl, ok
+}
+
+// SourceFrom returns how this request presented its token.
+func SourceFrom(c echo.Context) Source {
+	s, _ := c.Get(ctxSource).(Source)
+	return s
+}
+
+// SetLoginCookies sets mo_staff (HttpOnly) holding the token and mo_csrf
+// (readable by script) holding its CSRF value, both SameSite=Strict,
+// Path=/, living as long as the token (expiresAt as returned by Issue),
+// Secure when the request came over TLS. It fails only if token is not a
+// valid token of this Auth's issuer.
+func (a *Auth) SetLoginCookies(c echo.Context, token string, expiresAt time.Time) error {
+	claims, err := a.issuer.Verify(token)
+	if err != nil {
+		return err
+	}
+	// MaxAge rather than Expires: the browser's clock, this box's wall
+	// clock and the issuer's clock (FSM time) need not agree, but the
+	// remaining lifetime is the same on all of them.
+	maxAge := int((expiresAt.Sub(a.issuer.now()) + time.Second - 1) / time.Second)
+	if maxAge < 1 {
+		maxAge = 1
+	}
+	secure := c.IsTLS()
+	c.SetCookie(&http.Cookie{
+		Name: CookieToken, Value: token, Path: "/",
+		MaxAge: maxAge, HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode,
+	})
+	c.SetCookie(&http.Cookie{
+		Name: CookieCSRF, Value: a.issuer.CSRFToken(claims.ID), Path: "/",
+		MaxAge: maxAge, HttpOnly: false, Secure: secure, SameSite: http.SameSiteStrictMode,
+	})
+	return nil
+}
+
+// ClearCookies removes both login cookies (at logout).
+func (a *Auth) ClearCookies(c echo.Context) {
+	secure := c.IsTLS()
+	for _, name := range []string{CookieToken, CookieCSRF} {
+		c.SetCookie(&http.Cookie{
+			Name: name, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0),
+			HttpOnly: name == CookieToken, Secure: secure, SameSite: http.SameSiteStrictMode,
+		})
+	}
+}
+
+// tokenFrom looks for the token in the Authorization header, then the
+// mo_staff cookie, then (GET only) the token query parameter. A present
+// but unusable Authorization header is an error, not a fall-through.
+func tokenFrom(r *http.Request) (string, Source, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		tok = strings.TrimSpace(tok)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+			return "", SourceBearer, ErrMalformed
+		}
+		return tok, SourceBearer, nil
+	}
+	if ck, err := r.Cookie(CookieToken); err == nil && ck.Value != "" {
+		return ck.Value, SourceCookie, nil
+	}
+	if r.Method == http.MethodGet {
+		if tok := r.URL.Query().Get(QueryToken); tok != "" {
+			return tok, SourceQuery, nil
+		}
+	}
+	return "", 0, errMissing
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+type errorBody struct {
+	Allowed    bool   `json:"allowed"`
+	ReasonCode string `json:"reasonCode"`
+	Message    string `json:"message"`
+}
+
+func deny(c echo.Context, status int, reason, msg string) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(status, errorBody{Allowed: false, ReasonCode: reason, Message: msg})
+}
+
+// english reports whether the first language in Accept-Language is
+// English ("en", "en-US", ...); everything else gets Japanese.
+func english(r *http.Request) bool {
+	first, _, _ := strings.Cut(r.Header.Get("Accept-Language"), ",")
+	first, _, _ = strings.Cut(first, ";")
+	first = strings.ToLower(strings.TrimSpace(first))
+	return first == "en" || strings.HasPrefix(first, "en-")
+}
+
+func unauthorizedMessage(err error, en bool) string {
+	switch {
+	case errors.Is(err, ErrExpired):
+		if en {
+			return "Your staff login has expired. Please log in again."
+		}
+		return "スタッフログインの有効期限が切れました。もう一度ログインしてください。"
+	case errors.Is(err, ErrRevoked):
+		if en {
+			return "You have been logged out. Please log in again."
+		}
+		return "ログアウト済みです。もう一度ログインしてください。"
+	case errors.Is(err, errMissing):
+		if en {
+			return "Staff login required."
+		}
+		return "スタッフのログインが必要です。"
+	default:
+		if en {
+			return "The staff login is not valid. Please log in again."
+		}
+		return "ログイン情報が無効です。もう一度ログインしてください。"
+	}
+}
+
+func csrfMessage(en bool) string {
+	if en {
+		return "The request could not be verified (missing or wrong CSRF token). Reload the page and try again."
+	}
+	return "リクエストを確認できませんでした。ページを再読み込みしてからもう一度お試しください。"
+}

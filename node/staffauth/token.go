@@ -1,0 +1,191 @@
+package staffauth
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultTTL is how long a staff token lives.
+const DefaultTTL = 12 * time.Hour
+
+// MinSecretLen is the shortest cluster secret accepted (256 bits).
+const MinSecretLen = 32
+
+// Token errors. Verify wraps none of them; compare with errors.Is.
+var (
+	ErrMalformed = errors.New("staffauth: malformed token")
+	ErrForged    = errors.New("staffauth: token signature does not verify")
+	ErrExpired   = errors.New("staffauth: token expired")
+	ErrRevoked   = errors.New("staffauth: token revoked")
+	ErrNoSecret  = fmt.Errorf("staffauth: cluster secret shorter than %d bytes", MinSecretLen)
+)
+
+// Claims are what a verified token says.
+type Claims struct {
+	ID        string    // 32 hex digits, 128 random bits; the revocation key
+	IssuedAt  time.Time // second precision
+	ExpiresAt time.Time // second precision
+}
+
+// Issuer issues and verifies staff tokens. A token is
+//
+//	base64url(payload) "." base64url(HMAC-SHA256(k, payload))
+//
+// where payload is version(1) || id(16) || issuedAt(8, Unix s, big endian)
+// || expiresAt(8) and k is derived from Secret. Because the token carries
+// its own proof, every node that shares Secret accepts it, restarts lose
+// nothing, and nothing is replicated at login; logout replicates the id
+// into a revocation list that the middleware consults.
+//
+// Now should be the cluster's FSM time where one is available, so that
+// boxes whose wall clocks disagree (no RTC, offline boot) still agree on
+// expiry; it defaults to time.Now. TTL defaults to DefaultTTL.
+type Issuer struct {
+	Secret []byte
+	TTL    time.Duration
+	Now    func() time.Time
+}
+
+const (
+	tokenVersion  = 1
+	payloadLen    = 1 + 16 + 8 + 8
+	macLen        = sha256.Size
+	maxTokenChars = 128 // 44 + 1 + 43 for version 1
+)
+
+var b64 = base64.RawURLEncoding.Strict()
+
+// Validate reports whether the issuer can be used (secret long enough).
+func (i *Issuer) Validate() error {
+	if i == nil || len(i.Secret) < MinSecretLen {
+		return ErrNoSecret
+	}
+	return nil
+}
+
+// Issue returns a new token, its id, and when it expires. With a secret
+// shorter than MinSecretLen it issues nothing (all results zero); NewAuth
+// refuses such an issuer, so check Validate when using Issuer alone.
+func (i *Issuer) Issue() (token string, id string, expiresAt time.Time) {
+	if i.Validate() != nil {
+		return "", "", time.Time{}
+	}
+	var p [payloadLen]byte
+	p[0] = tokenVersion
+	rand.Read(p[1:17]) // never fails (crypto/rand, Go 1.24+)
+	issued := i.now().Truncate(time.Second)
+	expires := issued.Add(i.ttl())
+	binary.BigEndian.PutUint64(p[17:25], uint64(issued.Unix()))
+	binary.BigEndian.PutUint64(p[25:33], uint64(expires.Unix()))
+	mac := i.mac(p[:])
+	return b64.EncodeToString(p[:]) + "." + b64.EncodeToString(mac), hex.EncodeToString(p[1:17]), expires
+}
+
+// Verify checks a token's form, signature (in constant time) and expiry.
+// It returns ErrMalformed, ErrForged, ErrExpired or ErrNoSecret; revocation
+// is the caller's (the middleware's) business.
+func (i *Issuer) Verify(token string) (Claims, error) {
+	if err := i.Validate(); err != nil {
+		return Claims{}, err
+	}
+	if len(token) > maxTokenChars {
+		return Claims{}, ErrMalformed
+	}
+	enc, encMAC, ok := strings.Cut(token, ".")
+	if !ok {
+		return Claims{}, ErrMalformed
+	}
+	payload, err := b64.DecodeString(enc)
+	if err != nil || len(payload) != payloadLen {
+		return Claims{}, ErrMalformed
+	}
+	mac, err := b64.DecodeString(encMAC)
+	if err != nil || len(mac) != macLen {
+		return Claims{}, ErrMalformed
+	}
+	if !hmac.Equal(mac, i.mac(payload)) {
+		return Claims{}, ErrForged
+	}
+	if payload[0] != tokenVersion {
+		return Claims{}, ErrMalformed
+	}
+	c := Claims{
+		ID:        hex.EncodeToString(payload[1:17]),
+		IssuedAt:  time.Unix(int64(binary.BigEndian.Uint64(payload[17:25])), 0),
+		ExpiresAt: time.Unix(int64(binary.BigEndian.Uint64(payload[25:33])), 0),
+	}
+	if c.ExpiresAt.Before(c.IssuedAt) {
+		return Claims{}, ErrMalformed
+	}
+	if !i.now().Before(c.ExpiresAt) {
+		return Claims{}, ErrExpired
+	}
+	return c, nil
+}
+
+// CSRFToken is the double-submit value for the token with this id: the
+// server puts it in the mo_csrf cookie at login and cookie-authenticated
+// writes must echo it in X-CSRF-Token. It is derived, not stored, so every
+// node computes the same value.
+func (i *Issuer) CSRFToken(id string) string {
+	m := hmac.New(sha256.New, i.key("masterorder staff csrf v1"))
+	m.Write([]byte(id))
+	return b64.EncodeToString(m.Sum(nil))
+}
+
+func (i *Issuer) mac(payload []byte) []byte {
+	m := hmac.New(sha256.New, i.key("masterorder staff token v1"))
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
+// key derives a purpose-specific key from the cluster secret, so a value
+// computed for one purpose is useless for another.
+func (i *Issuer) key(purpose string) []byte {
+	m := hmac.New(sha256.New, i.Secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+func (i *Issuer) now() time.Time {
+	if i.Now != nil {
+		return i.Now()
+	}
+	return time.Now()
+}
+
+func (i *Issuer) ttl() time.Duration {
+	if i.TTL > 0 {
+		return i.TTL
+	}
+	return DefaultTTL
+}
+
+// NewSecret returns a fresh cluster secret (32 random bytes, hex) for
+// `masterorder init` to write into every node's config.
+func NewSecret() string {
+	b := make([]byte, MinSecretLen)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// DecodeSecret parses a secret written by NewSecret (hex, at least 32
+// bytes once decoded).
+func DecodeSecret(s string) ([]byte, error) {
+	b, err := hex.DecodeString(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("staffauth: secret is not hex: %w", err)
+	}
+	if len(b) < MinSecretLen {
+		return nil, ErrNoSecret
+	}
+	return b, nil
+}
