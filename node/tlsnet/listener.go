@@ -15,6 +15,7 @@ package tlsnet
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -101,12 +102,30 @@ func WithRejectHandler(fn func(remote net.Addr, err error)) Option {
 // no NextProtos, "http/1.1" is offered, so a Raft client that wanders onto
 // this port fails its handshake. Closing the returned listener closes
 // inner.
+//
+// It fails closed: client certificates are always required and verified,
+// and a config without ClientCAs (which would mean the system roots)
+// verifies nobody.
 func NewMTLSListener(inner net.Listener, serverTLS *tls.Config, opts ...Option) net.Listener {
-	cfg := serverTLS.Clone()
+	cfg := failClosed(serverTLS)
 	if len(cfg.NextProtos) == 0 {
 		cfg.NextProtos = []string{"http/1.1"}
 	}
 	return newListener(inner, cfg, "", buildOptions(opts))
+}
+
+// failClosed clones cfg and makes sure only clients with a certificate
+// from cfg.ClientCAs get through.
+func failClosed(serverTLS *tls.Config) *tls.Config {
+	cfg := serverTLS.Clone()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	if cfg.ClientCAs == nil {
+		cfg.ClientCAs = x509.NewCertPool()
+	}
+	return cfg
 }
 
 // listener runs the accept loop and the handshakes.

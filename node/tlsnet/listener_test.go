@@ -293,3 +293,33 @@ func TestMTLSHTTP(t *testing.T) {
 		t.Errorf("raft ALPN on the HTTP port: %v", err)
 	}
 }
+
+func TestMTLSListenerFailsClosed(t *testing.T) {
+	ca := newCA(t, "cluster")
+	a := nodeTLS(t, ca, "a")
+	b := nodeTLS(t, ca, "b")
+	// A careless config: no client auth, no ClientCAs.
+	open := a.server.Clone()
+	open.ClientAuth = tls.NoClientCert
+	open.ClientCAs = nil
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := tlsnet.NewMTLSListener(inner, open)
+	defer ln.Close()
+	accepted, _ := acceptAll(ln)
+	noCert := b.client.Clone()
+	noCert.Certificates = nil
+	if err := tlsExchange(ln.Addr().String(), noCert); err == nil {
+		t.Error("client without certificate served")
+	}
+	if err := tlsExchange(ln.Addr().String(), b.client); err == nil {
+		t.Error("client certificate verified without ClientCAs")
+	}
+	select {
+	case c := <-accepted:
+		t.Errorf("connection from %v handed on", c.RemoteAddr())
+	default:
+	}
+}

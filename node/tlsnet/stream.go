@@ -38,8 +38,8 @@ func NewStreamLayer(bindAddr string, advertise net.Addr, serverTLS, clientTLS *t
 	if serverTLS == nil || clientTLS == nil {
 		return nil, errors.New("tlsnet: server and client TLS configs are required")
 	}
-	if serverTLS.ClientAuth != tls.RequireAndVerifyClientCert {
-		return nil, errors.New("tlsnet: server TLS config must require and verify client certificates")
+	if serverTLS.ClientAuth != tls.RequireAndVerifyClientCert || serverTLS.ClientCAs == nil {
+		return nil, errors.New("tlsnet: server TLS config must require and verify client certificates against the cluster CA")
 	}
 	ln, err := net.Listen("tcp", bindAddr)
 	if err != nil {
@@ -55,7 +55,7 @@ func NewStreamLayer(bindAddr string, advertise net.Addr, serverTLS, clientTLS *t
 		return nil, fmt.Errorf("tlsnet: %v is not an address other nodes can dial; set an advertise address", addr)
 	}
 	o := buildOptions(opts)
-	srv := serverTLS.Clone()
+	srv := failClosed(serverTLS)
 	srv.NextProtos = []string{RaftALPN}
 	cli := clientTLS.Clone()
 	cli.NextProtos = []string{RaftALPN}
