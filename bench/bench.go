@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -23,6 +24,14 @@ type runner struct {
 	tables  []*table
 
 	verifyClientID string // client id of setup and verification reads
+
+	verifySettle, replicationWait time.Duration
+
+	// cooldownHint is the longest Retry-After of a COOLDOWN_ACTIVE seen
+	// (ns): guests pause that long after an acknowledged order, as a person
+	// would, so that latency measures ordering rather than the bench's own
+	// back-to-back taps.
+	cooldownHint atomic.Int64
 
 	intendedN, ackedN, failedN          atomic.Int64
 	requests, replays, reconciled       atomic.Int64
@@ -57,6 +66,8 @@ func newRunner(cfg Config) *runner {
 		failReasons:    map[string]int{},
 	}
 	r.items = benchMenu(r.prefix)
+	r.verifySettle = cmp.Or(cfg.verifySettle, defaultVerifySettle)
+	r.replicationWait = cmp.Or(cfg.replicationWait, defaultReplicationWait)
 	return r
 }
 
@@ -99,7 +110,8 @@ type guest struct {
 	clientID string
 	table    *table
 	home     int
-	rng      *rand.Rand
+	rng      *rand.Rand // carts and pauses
+	dice     *rand.Rand // faults: a stream of its own, so a seed always picks the same faults
 }
 
 func (r *runner) runGuests(ctx context.Context, start time.Time) {
@@ -120,7 +132,8 @@ func (r *runner) runGuests(ctx context.Context, start time.Time) {
 			clientID: "guest-" + randomID(16),
 			table:    r.tables[gi%r.cfg.Tables],
 			home:     gi % len(r.urls),
-			rng:      rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(gi))),
+			rng:      rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(2*gi))),
+			dice:     rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(2*gi+1))),
 		}
 		wg.Go(func() {
 			select {
@@ -140,14 +153,24 @@ func (r *runner) runGuest(ctx context.Context, g *guest, deadline time.Time) {
 	if !sleepCtx(ctx, time.Duration(g.rng.IntN(250))*time.Millisecond) {
 		return
 	}
+	acked := false
 	for i := 0; r.cfg.OrdersPerGuest == 0 || i < r.cfg.OrdersPerGuest; i++ {
+		if acked {
+			// A person does not order again the instant the last order
+			// went through; waiting out the cooldown the server announced
+			// costs no throughput (it would refuse earlier orders anyway).
+			pause := time.Duration(r.cooldownHint.Load())
+			if pause > 0 && !sleepCtx(ctx, pause+time.Duration(g.rng.IntN(100))*time.Millisecond) {
+				return
+			}
+		}
 		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) {
 			return
 		}
 		if !g.table.reserve() {
 			return
 		}
-		r.placeIntended(ctx, g)
+		acked = r.placeIntended(ctx, g)
 	}
 }
 

@@ -61,7 +61,21 @@ type Config struct {
 	Seed int64
 	// RequestTimeout bounds one HTTP request (0 = 10 s).
 	RequestTimeout time.Duration
+
+	// Tests shorten these (0 = the defaults below).
+	verifySettle    time.Duration
+	replicationWait time.Duration
 }
+
+const (
+	// defaultVerifySettle is how long verification keeps re-reading while
+	// an acknowledged order is missing somewhere or a node cannot be read
+	// (a follower a moment behind, a node restarting).
+	defaultVerifySettle = 8 * time.Second
+	// defaultReplicationWait bounds the wait after setup until every node
+	// serves the run's menu and sessions.
+	defaultReplicationWait = 15 * time.Second
+)
 
 // DefaultConfig is what `masterorder bench --url URL` runs.
 func DefaultConfig() Config {
@@ -129,11 +143,16 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "timeout of one HTTP request")
 	fs.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
 	noProgress := fs.Bool("no-progress", false, "no live progress line on stderr")
-	if err := fs.Parse(args); err != nil {
-		return Config{}, "", err
-	}
-	for _, a := range fs.Args() {
-		_ = urls.Set(a)
+	// Positional arguments are more URLs; flags may follow them.
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return Config{}, "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		_ = urls.Set(fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
 	cfg.URLs = urls
 	if !*noProgress {

@@ -117,8 +117,8 @@ func normKey(k string) string {
 }
 
 // placeIntended places one intended order with whatever faults the dice
-// pick, and waits for all its taps.
-func (r *runner) placeIntended(ctx context.Context, g *guest) {
+// pick, and waits for all its taps. It reports whether it was acknowledged.
+func (r *runner) placeIntended(ctx context.Context, g *guest) bool {
 	cart, allowRepeat := g.table.claimCart(func() []line { return randomCart(g.rng, r.items) })
 	o := &intendedOrder{
 		table:       g.table,
@@ -130,9 +130,9 @@ func (r *runner) placeIntended(ctx context.Context, g *guest) {
 		acks:        map[int64]string{},
 	}
 	// Draw every die every time so a seed replays the same faults.
-	lost := g.rng.Float64() < r.cfg.LostResponse
-	double := g.rng.Float64() < r.cfg.DoubleTap
-	change := g.rng.Float64() < r.cfg.KeyChange && !allowRepeat
+	lost := g.dice.Float64() < r.cfg.LostResponse
+	double := g.dice.Float64() < r.cfg.DoubleTap
+	change := g.dice.Float64() < r.cfg.KeyChange && !allowRepeat
 
 	key := newUUIDv4()
 	o.keys = []string{key}
@@ -180,7 +180,9 @@ func (r *runner) placeIntended(ctx context.Context, g *guest) {
 		r.mu.Lock()
 		r.failReasons[reason]++
 		r.mu.Unlock()
+		return false
 	}
+	return true
 }
 
 // ack records an acknowledgment of o.
@@ -279,8 +281,16 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 			if !sleepCtx(ctx, waitFor(res, backoff(attempt))) {
 				return false, "CANCELLED"
 			}
-		case res.status == http.StatusTooManyRequests && res.reason == reasonCooldown,
-			res.status == http.StatusConflict && (res.reason == reasonOrderInProgress || res.reason == reasonSessionBusy):
+		case res.status == http.StatusTooManyRequests && res.reason == reasonCooldown:
+			if res.retryAfter > 0 {
+				hint := int64(min(res.retryAfter, maxWait))
+				for old := r.cooldownHint.Load(); hint > old && !r.cooldownHint.CompareAndSwap(old, hint); old = r.cooldownHint.Load() {
+				}
+			}
+			if !sleepCtx(ctx, waitFor(res, time.Second)) {
+				return false, "CANCELLED"
+			}
+		case res.status == http.StatusConflict && (res.reason == reasonOrderInProgress || res.reason == reasonSessionBusy):
 			if !sleepCtx(ctx, waitFor(res, time.Second)) {
 				return false, "CANCELLED"
 			}

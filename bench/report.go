@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,14 @@ type LostOrder struct {
 	SessionID string   `json:"sessionId"`
 	TableID   string   `json:"tableId"`
 	MissingOn []string `json:"missingOn"`
+}
+
+// AckedOrder is an order a guest was told succeeded.
+type AckedOrder struct {
+	OrderID   int64  `json:"orderId"`
+	RequestID string `json:"requestId"`
+	SessionID string `json:"sessionId"`
+	TableID   string `json:"tableId"`
 }
 
 // Report is the outcome of one run. Duplicates, Lost and Problems are empty
@@ -102,6 +111,11 @@ type Report struct {
 	// success answer.
 	Problems []string `json:"problems"`
 	Notes    []string `json:"notes"`
+
+	// AcknowledgedOrders is every distinct order id guests were told
+	// about, by order id (JSON only; for cross-checks such as the kitchen
+	// stream).
+	AcknowledgedOrders []AckedOrder `json:"acknowledgedOrders"`
 }
 
 // OK reports whether the store passed: no duplicates, nothing lost, and
@@ -148,6 +162,17 @@ func (r *runner) report(elapsed time.Duration, interrupted bool, v *verifyResult
 			AbandonedTaps: int(r.abandonTaps.Load()),
 		},
 	}
+	rep.AcknowledgedOrders = []AckedOrder{}
+	seen := map[int64]bool{}
+	for _, o := range r.intended {
+		for id, rid := range o.ackedIDs() {
+			if !seen[id] {
+				seen[id] = true
+				rep.AcknowledgedOrders = append(rep.AcknowledgedOrders, AckedOrder{OrderID: id, RequestID: rid, SessionID: o.table.sessionID, TableID: o.table.tableID})
+			}
+		}
+	}
+	slices.SortFunc(rep.AcknowledgedOrders, func(a, b AckedOrder) int { return cmp.Compare(a.OrderID, b.OrderID) })
 	if rep.Problems == nil {
 		rep.Problems = []string{}
 	}
@@ -163,6 +188,9 @@ func (r *runner) report(elapsed time.Duration, interrupted bool, v *verifyResult
 				MaxIntendedPerSession, historyLimit))
 			break
 		}
+	}
+	if d := time.Duration(r.cooldownHint.Load()); d > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("guests pause %s after an acknowledged order (the cooldown Retry-After the server announced), so latency measures ordering, not the bench's own back-to-back taps", d))
 	}
 	// Throughput is bounded by admission, not by the bench.
 	t, g := float64(r.cfg.Tables), float64(r.cfg.GuestsPerTable)

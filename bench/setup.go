@@ -209,16 +209,13 @@ func (r *runner) stockQuantity() int {
 	return max(100000, 4*perOrder*orders)
 }
 
-// replicationWait bounds waitReplicated.
-var replicationWait = 15 * time.Second
-
 // waitReplicated waits (bounded) until every node serves the last session
 // and the run's menu, so guests sent to a follower do not meet an unknown
 // menu item or session only because that node is a moment behind.
 func (r *runner) waitReplicated(ctx context.Context) {
 	last := r.tables[len(r.tables)-1]
 	lastItem := r.items[len(r.items)-1].ID
-	deadline := time.Now().Add(replicationWait)
+	deadline := time.Now().Add(r.replicationWait)
 	var wg sync.WaitGroup
 	for _, base := range r.urls {
 		wg.Go(func() {
@@ -229,7 +226,7 @@ func (r *runner) waitReplicated(ctx context.Context) {
 					return
 				}
 				if time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
-					r.note(fmt.Sprintf("%s did not serve the bench menu and sessions within %s of setup; early orders there may be rejected", base, replicationWait))
+					r.note(fmt.Sprintf("%s did not serve the bench menu and sessions within %s of setup; early orders there may be rejected", base, r.replicationWait))
 					return
 				}
 			}
