@@ -111,7 +111,10 @@ func NewMTLSListener(inner net.Listener, serverTLS *tls.Config, opts ...Option) 
 	if len(cfg.NextProtos) == 0 {
 		cfg.NextProtos = []string{"http/1.1"}
 	}
-	return newListener(inner, cfg, "", buildOptions(opts))
+	p := newPort(inner, cfg, buildOptions(opts))
+	p.fallback = p.newSub()
+	p.start()
+	return p.fallback
 }
 
 // failClosed clones cfg and makes sure only clients with a certificate
@@ -128,14 +131,17 @@ func failClosed(serverTLS *tls.Config) *tls.Config {
 	return cfg
 }
 
-// listener runs the accept loop and the handshakes.
-type listener struct {
-	inner       net.Listener
-	config      *tls.Config
-	requireALPN string
-	opts        options
+// port runs the accept loop and the handshakes of one TCP listener and
+// hands verified connections to its sub-listeners by negotiated ALPN
+// protocol. It closes when every sub-listener is closed.
+type port struct {
+	inner  net.Listener
+	config *tls.Config
+	opts   options
 
-	conns     chan *tls.Conn
+	routes   map[string]*subListener // by negotiated protocol
+	fallback *subListener            // any other protocol, or nil: reject
+
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -144,69 +150,104 @@ type listener struct {
 	acceptErr error                 // why the accept loop stopped, if not Close
 	inFlight  map[net.Conn]struct{} // raw conns being handshaken
 	perHost   map[string]int
+	open      int // sub-listeners not yet closed
 }
 
-func newListener(inner net.Listener, cfg *tls.Config, requireALPN string, o options) *listener {
-	l := &listener{
-		inner:       inner,
-		config:      cfg,
-		requireALPN: requireALPN,
-		opts:        o,
-		conns:       make(chan *tls.Conn),
-		done:        make(chan struct{}),
-		inFlight:    make(map[net.Conn]struct{}),
-		perHost:     make(map[string]int),
+func newPort(inner net.Listener, cfg *tls.Config, o options) *port {
+	return &port{
+		inner:    inner,
+		config:   cfg,
+		opts:     o,
+		routes:   make(map[string]*subListener),
+		done:     make(chan struct{}),
+		inFlight: make(map[net.Conn]struct{}),
+		perHost:  make(map[string]int),
 	}
-	l.wg.Add(1)
-	go l.acceptLoop()
-	return l
+}
+
+// newSub adds a sub-listener; call before start.
+func (p *port) newSub() *subListener {
+	p.open++
+	return &subListener{port: p, conns: make(chan *tls.Conn), closed: make(chan struct{})}
+}
+
+func (p *port) start() {
+	p.wg.Add(1)
+	go p.acceptLoop()
+}
+
+// subListener is what callers Accept from.
+type subListener struct {
+	port      *port
+	conns     chan *tls.Conn
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // Accept returns the next connection whose mutual-TLS handshake succeeded.
-func (l *listener) Accept() (net.Conn, error) {
+func (l *subListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
-	case <-l.done:
-		l.mu.Lock()
-		err := l.acceptErr
-		l.mu.Unlock()
-		if err == nil {
-			err = net.ErrClosed
-		}
-		return nil, &net.OpError{Op: "accept", Net: l.inner.Addr().Network(), Addr: l.inner.Addr(), Err: err}
+	case <-l.closed:
+	case <-l.port.done:
 	}
+	l.port.mu.Lock()
+	err := l.port.acceptErr
+	l.port.mu.Unlock()
+	if err == nil {
+		err = net.ErrClosed
+	}
+	addr := l.port.inner.Addr()
+	return nil, &net.OpError{Op: "accept", Net: addr.Network(), Addr: addr, Err: err}
 }
 
-// Close stops accepting, closes the inner listener and every connection
-// still in its handshake, and waits for the handshake goroutines.
-// Connections already returned by Accept belong to the caller.
-func (l *listener) Close() error {
+// Close stops this listener; when it is the port's last open one, the
+// port's TCP listener and every connection still in its handshake are
+// closed too. Connections already returned by Accept belong to the caller.
+func (l *subListener) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
-		close(l.done)
-		err = l.inner.Close()
-		l.mu.Lock()
-		for c := range l.inFlight {
-			c.Close()
+		close(l.closed)
+		p := l.port
+		p.mu.Lock()
+		p.open--
+		last := p.open == 0
+		p.mu.Unlock()
+		if last {
+			err = p.close()
 		}
-		l.mu.Unlock()
-		l.wg.Wait()
 	})
 	return err
 }
 
-// Addr is the inner listener's address.
-func (l *listener) Addr() net.Addr { return l.inner.Addr() }
+// Addr is the TCP listener's address.
+func (l *subListener) Addr() net.Addr { return l.port.inner.Addr() }
 
-func (l *listener) acceptLoop() {
-	defer l.wg.Done()
+// close shuts the whole port and waits for its goroutines.
+func (p *port) close() error {
+	var err error
+	p.closeOnce.Do(func() {
+		close(p.done)
+		err = p.inner.Close()
+		p.mu.Lock()
+		for c := range p.inFlight {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return err
+}
+
+func (p *port) acceptLoop() {
+	defer p.wg.Done()
 	var delay time.Duration
 	for {
-		raw, err := l.inner.Accept()
+		raw, err := p.inner.Accept()
 		if err != nil {
 			select {
-			case <-l.done:
+			case <-p.done:
 				return
 			default:
 			}
@@ -220,87 +261,96 @@ func (l *listener) acceptLoop() {
 				select {
 				case <-time.After(delay):
 					continue
-				case <-l.done:
+				case <-p.done:
 					return
 				}
 			}
-			l.mu.Lock()
-			l.acceptErr = err
-			l.mu.Unlock()
-			go l.Close() // Close waits for this goroutine
+			p.mu.Lock()
+			p.acceptErr = err
+			p.mu.Unlock()
+			go p.close() // close waits for this goroutine
 			return
 		}
 		delay = 0
 		host := hostOf(raw.RemoteAddr())
-		if !l.reserve(raw, host) {
+		if !p.reserve(raw, host) {
 			raw.Close()
-			l.reject(raw.RemoteAddr(), ErrTooManyHandshakes)
+			p.reject(raw.RemoteAddr(), ErrTooManyHandshakes)
 			continue
 		}
-		l.wg.Add(1)
-		go l.handshake(raw, host)
+		p.wg.Add(1)
+		go p.handshake(raw, host)
 	}
 }
 
-func (l *listener) handshake(raw net.Conn, host string) {
-	defer l.wg.Done()
-	tc := tls.Server(raw, l.config)
-	err := raw.SetDeadline(time.Now().Add(l.opts.handshakeTimeout))
+func (p *port) handshake(raw net.Conn, host string) {
+	defer p.wg.Done()
+	tc := tls.Server(raw, p.config)
+	var sub *subListener
+	err := raw.SetDeadline(time.Now().Add(p.opts.handshakeTimeout))
 	if err == nil {
 		err = tc.Handshake()
 	}
-	if err == nil && l.requireALPN != "" && tc.ConnectionState().NegotiatedProtocol != l.requireALPN {
-		err = ErrWrongProtocol
+	if err == nil {
+		proto := tc.ConnectionState().NegotiatedProtocol
+		if sub = p.routes[proto]; sub == nil {
+			sub = p.fallback
+		}
+		if sub == nil {
+			err = fmt.Errorf("%w (got %q)", ErrWrongProtocol, proto)
+		}
 	}
 	if err == nil {
 		err = raw.SetDeadline(time.Time{})
 	}
-	l.release(raw, host)
+	p.release(raw, host)
 	if err != nil {
 		raw.Close()
-		l.reject(raw.RemoteAddr(), err)
+		p.reject(raw.RemoteAddr(), err)
 		return
 	}
 	select {
-	case l.conns <- tc:
-	case <-l.done:
+	case sub.conns <- tc:
+	case <-sub.closed:
+		raw.Close()
+	case <-p.done:
 		raw.Close()
 	}
 }
 
-func (l *listener) reserve(raw net.Conn, host string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (p *port) reserve(raw net.Conn, host string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	select {
-	case <-l.done:
+	case <-p.done:
 		return false
 	default:
 	}
-	if len(l.inFlight) >= l.opts.maxPending || l.perHost[host] >= l.opts.maxPendingHost {
+	if len(p.inFlight) >= p.opts.maxPending || p.perHost[host] >= p.opts.maxPendingHost {
 		return false
 	}
-	l.inFlight[raw] = struct{}{}
-	l.perHost[host]++
+	p.inFlight[raw] = struct{}{}
+	p.perHost[host]++
 	return true
 }
 
-func (l *listener) release(raw net.Conn, host string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.inFlight, raw)
-	if l.perHost[host]--; l.perHost[host] <= 0 {
-		delete(l.perHost, host)
+func (p *port) release(raw net.Conn, host string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.inFlight, raw)
+	if p.perHost[host]--; p.perHost[host] <= 0 {
+		delete(p.perHost, host)
 	}
 }
 
-func (l *listener) reject(remote net.Addr, err error) {
+func (p *port) reject(remote net.Addr, err error) {
 	select {
-	case <-l.done:
+	case <-p.done:
 		return // shutting down: the failures are our own doing
 	default:
 	}
-	if l.opts.onReject != nil {
-		l.opts.onReject(remote, fmt.Errorf("tlsnet: rejected %v: %w", remote, err))
+	if p.opts.onReject != nil {
+		p.opts.onReject(remote, fmt.Errorf("tlsnet: rejected %v: %w", remote, err))
 	}
 }
 

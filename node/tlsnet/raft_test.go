@@ -89,6 +89,11 @@ func startNode(t *testing.T, id string, c certs) *raftNode {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startNodeOn(t, id, layer, rj)
+}
+
+func startNodeOn(t *testing.T, id string, layer *tlsnet.StreamLayer, rj *rejects) *raftNode {
+	t.Helper()
 	logger := hclog.NewNullLogger()
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,

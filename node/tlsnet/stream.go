@@ -18,9 +18,10 @@ const RaftALPN = "masterorder-raft/1"
 
 // StreamLayer is a raft.StreamLayer over mutual TLS. Accept returns only
 // connections whose handshake has completed with a certificate of the
-// cluster CA; Dial verifies the remote node's certificate the same way.
+// cluster CA and the Raft ALPN protocol; Dial verifies the remote node's
+// certificate the same way.
 type StreamLayer struct {
-	*listener
+	*subListener
 	advertise net.Addr
 	client    *tls.Config
 	timeout   time.Duration
@@ -35,6 +36,34 @@ var _ raft.StreamLayer = (*StreamLayer)(nil)
 // address, which must then not be a wildcard. serverTLS and clientTLS are
 // the two configs from pki.MutualTLSConfig; they are cloned, not modified.
 func NewStreamLayer(bindAddr string, advertise net.Addr, serverTLS, clientTLS *tls.Config, opts ...Option) (*StreamLayer, error) {
+	p, err := listenPort(bindAddr, advertise, serverTLS, clientTLS, []string{RaftALPN}, opts)
+	if err != nil {
+		return nil, err
+	}
+	layer := p.raftLayer(advertise, clientTLS)
+	p.start()
+	return layer, nil
+}
+
+// NewSharedPort serves Raft and the internal HTTPS channel on one port,
+// telling them apart by the ALPN protocol negotiated in the handshake:
+// RaftALPN goes to the returned StreamLayer, "http/1.1" to the returned
+// listener (for http.Server.Serve). A connection that negotiated neither
+// is closed, so dial it only with StreamLayer.Dial and HTTPClient, which
+// offer the right protocol. The port closes when both are closed.
+func NewSharedPort(bindAddr string, advertise net.Addr, serverTLS, clientTLS *tls.Config, opts ...Option) (*StreamLayer, net.Listener, error) {
+	p, err := listenPort(bindAddr, advertise, serverTLS, clientTLS, []string{RaftALPN, "http/1.1"}, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	layer := p.raftLayer(advertise, clientTLS)
+	httpL := p.newSub()
+	p.routes["http/1.1"] = httpL
+	p.start()
+	return layer, httpL, nil
+}
+
+func listenPort(bindAddr string, advertise net.Addr, serverTLS, clientTLS *tls.Config, protos []string, opts []Option) (*port, error) {
 	if serverTLS == nil || clientTLS == nil {
 		return nil, errors.New("tlsnet: server and client TLS configs are required")
 	}
@@ -54,17 +83,17 @@ func NewStreamLayer(bindAddr string, advertise net.Addr, serverTLS, clientTLS *t
 		ln.Close()
 		return nil, fmt.Errorf("tlsnet: %v is not an address other nodes can dial; set an advertise address", addr)
 	}
-	o := buildOptions(opts)
 	srv := failClosed(serverTLS)
-	srv.NextProtos = []string{RaftALPN}
+	srv.NextProtos = protos
+	return newPort(ln, srv, buildOptions(opts)), nil
+}
+
+func (p *port) raftLayer(advertise net.Addr, clientTLS *tls.Config) *StreamLayer {
+	sub := p.newSub()
+	p.routes[RaftALPN] = sub
 	cli := clientTLS.Clone()
 	cli.NextProtos = []string{RaftALPN}
-	return &StreamLayer{
-		listener:  newListener(ln, srv, RaftALPN, o),
-		advertise: advertise,
-		client:    cli,
-		timeout:   o.handshakeTimeout,
-	}, nil
+	return &StreamLayer{subListener: sub, advertise: advertise, client: cli, timeout: p.opts.handshakeTimeout}
 }
 
 // Addr is the advertised address if one was given, else the bound one.
@@ -72,7 +101,7 @@ func (s *StreamLayer) Addr() net.Addr {
 	if s.advertise != nil {
 		return s.advertise
 	}
-	return s.listener.Addr()
+	return s.subListener.Addr()
 }
 
 // Dial connects to another node's Raft port and completes the TLS
