@@ -26,6 +26,7 @@ type runner struct {
 	verifyClientID string // client id of setup and verification reads
 
 	verifySettle, replicationWait time.Duration
+	startedAt                     time.Time // of the order phase
 
 	// cooldownHint is the longest Retry-After of a COOLDOWN_ACTIVE seen
 	// (ns): guests pause that long after an acknowledged order, as a person
@@ -92,6 +93,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	start := time.Now()
+	r.startedAt = start
 	stopProgress := r.startProgress(start)
 	r.runGuests(ctx, start)
 	elapsed := time.Since(start)

@@ -394,3 +394,30 @@ func TestHelpers(t *testing.T) {
 		t.Errorf("latency %+v", l)
 	}
 }
+
+// Interrupting the order phase still verifies what was done.
+func TestInterruptedRunStillVerifies(t *testing.T) {
+	t.Parallel()
+	fake := newFake(t, defaultFakeOptions())
+	cfg := testConfig(fake.urls())
+	cfg.GuestsPerTable, cfg.OrdersPerGuest = 2, 20
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("an interrupted run took %s", d)
+	}
+	if !rep.Interrupted || rep.Intended == 0 || rep.Intended >= 80 || !rep.OK() {
+		t.Errorf("interrupted %v intended %d OK %v: %v %v %v", rep.Interrupted, rep.Intended, rep.OK(), rep.Duplicates, rep.Lost, rep.Problems)
+	}
+	if got := rep.OrdersPerNode[fake.urls()[0]]; got != fake.orderCount() {
+		t.Errorf("verification saw %d orders, the store holds %d", got, fake.orderCount())
+	}
+	if !strings.Contains(textOf(rep), "INTERRUPTED") {
+		t.Error("the text report does not say the run was interrupted")
+	}
+}

@@ -250,6 +250,9 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 				r.problem(fmt.Sprintf("%s answered 200 without an orderId: %.200s", r.urls[node], res.body))
 				reason = "BAD_SUCCESS_BODY"
 				shift++
+				if !sleepCtx(ctx, backoff(attempt)) {
+					return false, "CANCELLED"
+				}
 				continue
 			}
 			replay := a.IdempotentReplay || strings.EqualFold(res.header.Get("X-MasterOrder-Idempotent-Replay"), "true") ||

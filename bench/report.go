@@ -60,7 +60,7 @@ type Report struct {
 	GuestsPerTable int       `json:"guestsPerTable"`
 	OrdersPerGuest int       `json:"ordersPerGuest"`
 	Seed           int64     `json:"seed"`
-	StartedAt      time.Time `json:"startedAt"`
+	StartedAt      time.Time `json:"startedAt"` // of the order phase
 	Interrupted    bool      `json:"interrupted"`
 
 	// Intended is the orders guests meant to place; Acknowledged how many
@@ -134,7 +134,7 @@ func (r *runner) report(elapsed time.Duration, interrupted bool, v *verifyResult
 		GuestsPerTable:       r.cfg.GuestsPerTable,
 		OrdersPerGuest:       r.cfg.OrdersPerGuest,
 		Seed:                 r.cfg.Seed,
-		StartedAt:            time.Now().Add(-elapsed).UTC().Truncate(time.Second),
+		StartedAt:            r.startedAt.UTC().Truncate(time.Second),
 		Interrupted:          interrupted,
 		Intended:             int(r.intendedN.Load()),
 		Acknowledged:         int(r.ackedN.Load()),
