@@ -1,0 +1,132 @@
+// dom.js — small DOM helpers shared by the apps.
+//
+// Everything the server sends (menu names, table ids, messages) reaches the
+// page through textContent, never as HTML markup. Visibility goes through the
+// hidden attribute and styling through classes: the server's CSP allows
+// no inline styles or scripts.
+
+export function $(sel, root) {
+  return (root || document).querySelector(sel);
+}
+
+export function $$(sel, root) {
+  return Array.from((root || document).querySelectorAll(sel));
+}
+
+// h('button', {class: 'primary', dataset: {menuId: 'ramen'}, onclick: f}, 'text', child…)
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'text') el.textContent = v;
+    else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c == null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+export function show(el, on) {
+  if (typeof el === 'string') el = $(el);
+  if (el) el.hidden = !on;
+}
+
+export function yen(n) {
+  const v = Number(n);
+  if (!Number.isFinite(v)) return '—';
+  return '¥' + v.toLocaleString('ja-JP');
+}
+
+export function pad2(n) {
+  return String(n).padStart(2, '0');
+}
+
+// mmss formats a duration in ms as m:ss (h:mm:ss past an hour).
+export function mmss(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const hh = Math.floor(s / 3600);
+  const mm = Math.floor((s % 3600) / 60);
+  const ss = s % 60;
+  return hh > 0 ? hh + ':' + pad2(mm) + ':' + pad2(ss) : mm + ':' + pad2(ss);
+}
+
+export function timeOf(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  return pad2(d.getHours()) + ':' + pad2(d.getMinutes());
+}
+
+export function dateTimeOf(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso || '');
+  return d.getFullYear() + '-' + pad2(d.getMonth() + 1) + '-' + pad2(d.getDate()) + ' ' + pad2(d.getHours()) + ':' + pad2(d.getMinutes()) + ':' + pad2(d.getSeconds());
+}
+
+let toastTimer = null;
+
+// toast shows a short message in #toast.
+export function toast(message, kind) {
+  const el = $('#toast');
+  if (!el) return;
+  el.textContent = message;
+  el.className = 'toast' + (kind ? ' toast-' + kind : '');
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => {
+    el.hidden = true;
+  }, 4000);
+}
+
+// confirmDialog shows #confirm-dialog and resolves true (#confirm-ok) or
+// false (#confirm-cancel, Escape). A page-made dialog rather than
+// window.confirm, so browser tests can click it like any other element.
+export function confirmDialog(message, opts) {
+  const o = opts || {};
+  const dlg = $('#confirm-dialog');
+  const ok = $('#confirm-ok');
+  const cancel = $('#confirm-cancel');
+  $('#confirm-message').textContent = message;
+  ok.textContent = o.ok || 'OK';
+  cancel.textContent = o.cancel || 'Cancel';
+  ok.className = o.danger ? 'danger' : 'primary';
+  dlg.dataset.kind = o.kind || '';
+  dlg.hidden = false;
+  ok.focus();
+  return new Promise((resolve) => {
+    function done(v) {
+      dlg.hidden = true;
+      ok.removeEventListener('click', yes);
+      cancel.removeEventListener('click', no);
+      document.removeEventListener('keydown', key);
+      resolve(v);
+    }
+    function yes() {
+      done(true);
+    }
+    function no() {
+      done(false);
+    }
+    function key(e) {
+      if (e.key === 'Escape') done(false);
+    }
+    ok.addEventListener('click', yes);
+    cancel.addEventListener('click', no);
+    document.addEventListener('keydown', key);
+  });
+}

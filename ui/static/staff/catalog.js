@@ -1,0 +1,217 @@
+// catalog.js — the staff console's menu and stock pages.
+
+import { menuBody } from '/assets/staff-api.js';
+import { $, h, clear, yen, toast } from '/assets/dom.js';
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+function setError(sel, msg) {
+  const el = $(sel);
+  el.textContent = msg || '';
+  el.hidden = !msg;
+}
+
+function wholeNumber(v) {
+  const s = String(v).trim();
+  return /^\d+$/.test(s) ? Number(s) : NaN;
+}
+
+// ---------------------------------------------------------------- menu
+
+export function createMenuPage({ api, T }) {
+  let items = [];
+  let editing = null; // menuId of the item in the form, null for a new one
+
+  async function load() {
+    try {
+      const d = await api.get('/api/staff/menu');
+      items = (d && d.items) || [];
+    } catch (e) {
+      if (e.status !== 401) toast(e.message, 'error');
+    }
+    render();
+  }
+
+  function render() {
+    const tb = clear($('#menu-list'));
+    for (const it of items) {
+      tb.append(
+        h(
+          'tr',
+          { dataset: { menuId: it.menuId } },
+          h('td', { class: 'mono', text: it.menuId }),
+          h('td', null, h('div', { text: it.name }), it.nameEn ? h('div', { class: 'muted small-text', text: it.nameEn }) : null),
+          h('td', { text: it.category || '' }),
+          h('td', { class: 'num', text: yen(it.price) }),
+          h('td', null, h('span', { class: 'status ' + (it.available === false ? 'status-CANCELLED' : 'status-READY'), text: it.available === false ? T.t('staff.menu.off') : T.t('staff.menu.onSale') })),
+          h('td', null, h('button', { type: 'button', class: 'small', dataset: { action: 'edit' }, text: T.t('staff.menu.editButton'), onclick: () => fill(it) })),
+        ),
+      );
+    }
+    const dl = clear($('#menu-categories'));
+    for (const c of new Set(items.map((i) => i.category).filter(Boolean))) dl.append(h('option', { value: c }));
+    if (editing === null && !$('#menu-id').value) fill(null);
+  }
+
+  function toppingRow(t) {
+    const row = h(
+      'div',
+      { class: 'topping-edit', dataset: { toppingRow: '' } },
+      h('input', { type: 'text', dataset: { field: 'toppingId' }, value: (t && t.toppingId) || '', maxlength: '64', 'aria-label': 'toppingId' }),
+      h('input', { type: 'text', dataset: { field: 'name' }, value: (t && t.name) || '', 'aria-label': 'name' }),
+      h('input', { type: 'number', dataset: { field: 'price' }, value: t ? String(t.price) : '0', min: '0', step: '1', 'aria-label': 'price' }),
+      h('button', { type: 'button', class: 'small', text: T.t('staff.menu.removeTopping'), onclick: () => row.remove() }),
+    );
+    return row;
+  }
+
+  function fill(item) {
+    editing = item ? item.menuId : null;
+    $('#menu-form-title').textContent = item ? T.t('staff.menu.edit') : T.t('staff.menu.create');
+    $('#menu-id').value = item ? item.menuId : '';
+    $('#menu-id').readOnly = !!item;
+    $('#menu-name').value = item ? item.name || '' : '';
+    $('#menu-name-en').value = item ? item.nameEn || '' : '';
+    $('#menu-category').value = item ? item.category || '' : '';
+    $('#menu-price').value = item ? String(item.price) : '';
+    $('#menu-available').checked = item ? item.available !== false : true;
+    const box = clear($('#menu-toppings'));
+    for (const t of (item && item.toppings) || []) box.append(toppingRow(t));
+    setError('#menu-error', '');
+  }
+
+  async function save(ev) {
+    ev.preventDefault();
+    const menuId = $('#menu-id').value.trim();
+    const name = $('#menu-name').value.trim();
+    const price = wholeNumber($('#menu-price').value);
+    if (!ID_RE.test(menuId)) return setError('#menu-error', T.t('staff.menu.invalidId'));
+    if (!name) return setError('#menu-error', T.t('staff.menu.invalidName'));
+    if (!Number.isFinite(price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
+    const toppings = [];
+    for (const row of document.querySelectorAll('#menu-toppings [data-topping-row]')) {
+      const get = (f) => row.querySelector('[data-field="' + f + '"]').value.trim();
+      const t = { toppingId: get('toppingId'), name: get('name'), price: wholeNumber(get('price')) };
+      if (!t.toppingId && !t.name) continue;
+      if (!ID_RE.test(t.toppingId)) return setError('#menu-error', T.t('staff.menu.invalidId'));
+      if (!t.name) return setError('#menu-error', T.t('staff.menu.invalidName'));
+      if (!Number.isFinite(t.price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
+      toppings.push(t);
+    }
+    const body = menuBody({
+      name,
+      nameEn: $('#menu-name-en').value.trim(),
+      category: $('#menu-category').value.trim(),
+      price,
+      available: $('#menu-available').checked,
+      toppings,
+    });
+    try {
+      const saved = await api.put('/api/staff/menu/' + encodeURIComponent(menuId), body);
+      toast(T.t('staff.menu.saved', { name }), 'ok');
+      await load();
+      fill((saved && saved.menuId ? saved : null) || items.find((i) => i.menuId === menuId) || null);
+    } catch (e) {
+      if (e.status !== 401) setError('#menu-error', e.message);
+    }
+  }
+
+  function bind() {
+    $('#menu-form').addEventListener('submit', save);
+    $('#menu-new').addEventListener('click', () => fill(null));
+    $('#menu-reload').addEventListener('click', load);
+    $('#menu-topping-add').addEventListener('click', () => $('#menu-toppings').append(toppingRow(null)));
+  }
+
+  return { bind, enter: load, rerender: render };
+}
+
+// ---------------------------------------------------------------- stock
+
+export function createStockPage({ api, T }) {
+  let stock = [];
+  let names = new Map();
+
+  async function load() {
+    try {
+      const [s, m] = await Promise.all([api.get('/api/staff/stock'), api.get('/api/staff/menu')]);
+      stock = (s && s.stock) || [];
+      names = new Map();
+      for (const it of (m && m.items) || []) {
+        names.set(it.menuId, it.name);
+        for (const t of it.toppings || []) if (!names.has(t.toppingId)) names.set(t.toppingId, t.name);
+      }
+    } catch (e) {
+      if (e.status !== 401) toast(e.message, 'error');
+    }
+    render();
+  }
+
+  function render() {
+    const tb = clear($('#stock-list'));
+    for (const s of stock.slice().sort((a, b) => String(a.sku).localeCompare(String(b.sku)))) {
+      const input = h('input', { type: 'number', min: '0', step: '1', value: s.quantity == null ? '' : String(s.quantity), dataset: { field: 'quantity' }, 'aria-label': s.sku });
+      tb.append(
+        h(
+          'tr',
+          { dataset: { sku: s.sku } },
+          h('td', { class: 'mono', text: s.sku }),
+          h('td', { text: names.get(s.sku) || '' }),
+          h('td', { class: 'num' }, h('strong', { text: s.quantity == null ? T.t('staff.stock.untracked') : String(s.quantity) })),
+          h(
+            'td',
+            null,
+            h(
+              'div',
+              { class: 'row' },
+              input,
+              h('button', { type: 'button', class: 'small primary', dataset: { action: 'save' }, text: T.t('staff.stock.save'), onclick: () => put(s.sku, input.value) }),
+              h('button', { type: 'button', class: 'small', dataset: { action: 'untrack' }, text: T.t('staff.stock.untracked'), onclick: () => put(s.sku, '') }),
+            ),
+          ),
+        ),
+      );
+    }
+    const dl = clear($('#stock-skus'));
+    for (const [sku, name] of names) dl.append(h('option', { value: sku, label: name }));
+  }
+
+  async function put(sku, raw, errSel) {
+    let quantity = null;
+    if (String(raw).trim() !== '') {
+      quantity = wholeNumber(raw);
+      if (!Number.isFinite(quantity)) {
+        if (errSel) setError(errSel, T.t('staff.stock.invalidQty'));
+        else toast(T.t('staff.stock.invalidQty'), 'error');
+        return false;
+      }
+    }
+    try {
+      await api.put('/api/staff/stock/' + encodeURIComponent(sku), { quantity });
+      toast(T.t('staff.stock.saved', { sku }), 'ok');
+      await load();
+      return true;
+    } catch (e) {
+      if (e.status === 401) return false;
+      if (errSel) setError(errSel, e.message);
+      else toast(e.message, 'error');
+      return false;
+    }
+  }
+
+  function bind() {
+    $('#stock-reload').addEventListener('click', load);
+    $('#stock-form').addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const sku = $('#stock-sku').value.trim();
+      if (!ID_RE.test(sku)) return setError('#stock-error', T.t('staff.menu.invalidId'));
+      setError('#stock-error', '');
+      if (await put(sku, $('#stock-qty').value, '#stock-error')) {
+        $('#stock-sku').value = '';
+        $('#stock-qty').value = '';
+      }
+    });
+  }
+
+  return { bind, enter: load, rerender: render };
+}

@@ -1,0 +1,324 @@
+// staff.js — the staff console: login, tabs, and the tables page (open a
+// table with its QR code and PIN, checkout). Menu and stock live in
+// catalog.js; audit log, locks and the cluster page in ops.js.
+
+import { createStaffApi } from '/assets/staff-api.js';
+import { createI18n } from '/assets/i18n.js';
+import { $, $$, h, clear, show, yen, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
+import { STRINGS } from '/staff/strings.js';
+import { createMenuPage, createStockPage } from '/staff/catalog.js';
+import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.js';
+
+const T = createI18n(STRINGS);
+const api = createStaffApi();
+const ctx = { api, T };
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+const BILL_STATUSES = 'ACCEPTED,COOKING,READY,SERVED,CANCELLED';
+
+// ---------------------------------------------------------------- tables page
+
+function createTablesPage() {
+  let sessions = [];
+  let selected = null;
+  let billOrders = [];
+
+  async function load() {
+    try {
+      const d = await api.get('/api/staff/sessions?status=ACTIVE');
+      sessions = (d && d.sessions) || [];
+    } catch (e) {
+      if (e.status !== 401) toast(e.message, 'error');
+    }
+    render();
+  }
+
+  function render() {
+    const tb = clear($('#sessions-list'));
+    show('#sessions-empty', sessions.length === 0);
+    const sorted = sessions.slice().sort((a, b) => String(a.tableId).localeCompare(String(b.tableId), undefined, { numeric: true }));
+    for (const s of sorted) {
+      tb.append(
+        h(
+          'tr',
+          { dataset: { sessionId: s.sessionId, tableId: s.tableId } },
+          h('td', null, h('strong', { text: s.tableId })),
+          h('td', { class: 'mono', text: s.pin || '—' }),
+          h('td', { class: 'small-text', text: s.createdAt ? dateTimeOf(s.createdAt) : s.openedAt ? dateTimeOf(s.openedAt) : '' }),
+          h('td', { text: s.status || '' }),
+          h('td', null, h('button', { type: 'button', class: 'small', dataset: { action: 'show' }, text: T.t('staff.session.show'), onclick: () => showDetail(s) })),
+        ),
+      );
+    }
+  }
+
+  function guestUrlOf(s) {
+    return s.guestUrl || location.origin + '/guest/?s=' + encodeURIComponent(s.sessionId);
+  }
+
+  function showDetail(s) {
+    const sameSession = selected && selected.sessionId === s.sessionId;
+    selected = s;
+    const url = guestUrlOf(s);
+    $('#session-table').textContent = s.tableId;
+    $('#session-pin').textContent = s.pin || '—';
+    // same-origin image: the login cookie authorizes it (no headers on <img>)
+    $('#session-qr').src = '/api/staff/qr?text=' + encodeURIComponent(url);
+    $('#session-url').textContent = url;
+    $('#session-url').href = url;
+    $('#session-id').textContent = s.sessionId;
+    setError('#session-error', '');
+    if (!sameSession) {
+      show('#checkout-panel', false);
+      show('#checkout-result', false);
+    }
+    show('#session-detail', true);
+  }
+
+  async function openSession(ev) {
+    ev.preventDefault();
+    const input = $('#open-session-table');
+    const tableId = input.value.trim();
+    if (!ID_RE.test(tableId)) {
+      setError('#open-session-error', T.t('staff.open.invalid'));
+      return;
+    }
+    setError('#open-session-error', '');
+    const btn = $('#open-session-submit');
+    btn.disabled = true;
+    try {
+      const s = await api.post('/api/staff/sessions', { tableId });
+      input.value = '';
+      showDetail(s);
+      await load();
+    } catch (e) {
+      if (e.status !== 401) setError('#open-session-error', e.message);
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  function sessionPath(s) {
+    return '/api/staff/sessions/' + encodeURIComponent(s.sessionId);
+  }
+
+  async function beginCheckout() {
+    const s = selected;
+    if (!s) return;
+    setError('#session-error', '');
+    show('#checkout-result', false);
+    let begun = null;
+    try {
+      begun = await api.post(sessionPath(s) + '/checkout/begin');
+    } catch (e) {
+      if (e.status === 401) return;
+      // already held (by this tablet or another): complete and cancel
+      // still work, so the bill is shown anyway with the message
+      setError('#session-error', e.message);
+    }
+    $('#checkout-status').textContent = T.t('staff.checkout.locked');
+    show('#checkout-panel', true);
+    await loadBill(s, begun);
+  }
+
+  // loadBill shows the session's orders: from the begin answer when it
+  // carries them, else the guest history (all statuses, with the table's
+  // PIN), else the kitchen list asked for every status.
+  async function loadBill(s, begun) {
+    let orders = null;
+    let failure = null;
+    if (begun && Array.isArray(begun.orders)) orders = begun.orders;
+    if (!orders && s.pin) {
+      try {
+        orders = await guestHistory(s);
+      } catch (e) {
+        failure = e;
+      }
+    }
+    if (!orders) {
+      try {
+        const d = await api.get('/api/kitchen/orders?status=' + BILL_STATUSES);
+        orders = ((d && d.orders) || []).filter((o) => o.sessionId === s.sessionId);
+        failure = null;
+      } catch (e) {
+        failure = failure || e;
+      }
+    }
+    if (failure && !orders) setError('#session-error', T.t('staff.checkout.ordersUnavailable', { message: failure.message }));
+    billOrders = (orders || []).slice().sort((a, b) => (Date.parse(a.createdAt) || 0) - (Date.parse(b.createdAt) || 0) || a.orderId - b.orderId);
+    renderBill();
+  }
+
+  async function guestHistory(s) {
+    const res = await fetch('/api/guest/sessions/' + encodeURIComponent(s.sessionId) + '/orders?limit=200', {
+      headers: { Accept: 'application/json', 'X-Session-PIN': s.pin, 'Accept-Language': T.lang() },
+      cache: 'no-store',
+    });
+    const d = await res.json().catch(() => null);
+    if (!res.ok) throw new Error((d && d.message) || String(res.status));
+    return (d && d.orders) || [];
+  }
+
+  function renderBill() {
+    const tb = clear($('#checkout-orders'));
+    if (billOrders.length === 0) tb.append(h('tr', null, h('td', { colspan: '4', class: 'muted', text: T.t('staff.checkout.noOrders') })));
+    let total = 0;
+    for (const o of billOrders) {
+      const cancelled = o.status === 'CANCELLED';
+      if (!cancelled) total += Number(o.totalPrice) || 0;
+      tb.append(
+        h(
+          'tr',
+          { class: ['bill-line', cancelled && 'is-cancelled'], dataset: { orderId: String(o.orderId) } },
+          h('td', { text: '#' + o.orderId }),
+          h('td', { text: (o.items || []).map((it) => (it.name || it.menuId) + ((it.toppings || []).length ? ' (+' + it.toppings.map((t) => t.name || t.toppingId).join(', ') + ')' : '') + ' ×' + it.quantity).join(' / ') }),
+          h('td', null, h('span', { class: 'status status-' + o.status, text: T.t('status.' + o.status) })),
+          h('td', { class: 'num', text: yen(o.totalPrice) }),
+        ),
+      );
+    }
+    $('#checkout-total').textContent = yen(total);
+    $('#checkout-total').dataset.total = String(total);
+  }
+
+  async function completeCheckout() {
+    const s = selected;
+    if (!s) return;
+    const ok = await confirmDialog(T.t('staff.checkout.confirm', { table: s.tableId, total: $('#checkout-total').textContent }), {
+      ok: T.t('staff.checkout.complete'),
+      cancel: T.t('common.cancel'),
+      kind: 'checkout',
+    });
+    if (!ok) return;
+    try {
+      const r = await api.post(sessionPath(s) + '/checkout');
+      const n = (r && r.orders ? r.orders : []).length;
+      const result = $('#checkout-result');
+      result.textContent = T.t('staff.checkout.done', { table: s.tableId, total: yen(r && r.total), n });
+      result.dataset.total = String(r && r.total);
+      show('#checkout-panel', false);
+      show('#checkout-result', true);
+      setError('#session-error', '');
+      $('#session-qr').removeAttribute('src');
+      await load();
+    } catch (e) {
+      if (e.status !== 401) setError('#session-error', e.message);
+    }
+  }
+
+  async function cancelCheckout() {
+    const s = selected;
+    if (!s) return;
+    try {
+      await api.post(sessionPath(s) + '/checkout/cancel');
+      show('#checkout-panel', false);
+      setError('#session-error', '');
+    } catch (e) {
+      if (e.status !== 401) setError('#session-error', e.message);
+    }
+  }
+
+  function bind() {
+    $('#open-session-form').addEventListener('submit', openSession);
+    $('#sessions-reload').addEventListener('click', load);
+    $('#session-detail-close').addEventListener('click', () => {
+      selected = null;
+      show('#session-detail', false);
+    });
+    $('#checkout-begin').addEventListener('click', beginCheckout);
+    $('#checkout-complete').addEventListener('click', completeCheckout);
+    $('#checkout-cancel').addEventListener('click', cancelCheckout);
+  }
+
+  return {
+    bind,
+    enter: load,
+    rerender: () => {
+      render();
+      renderBill();
+    },
+  };
+}
+
+function setError(sel, msg) {
+  const el = $(sel);
+  el.textContent = msg || '';
+  el.hidden = !msg;
+}
+
+// ---------------------------------------------------------------- shell
+
+const pages = {
+  tables: createTablesPage(),
+  menu: createMenuPage(ctx),
+  stock: createStockPage(ctx),
+  audit: createAuditPage(ctx),
+  locks: createLocksPage(ctx),
+  cluster: createClusterPage(ctx),
+};
+let current = null;
+
+function go(name) {
+  if (!pages[name]) name = 'tables';
+  if (current && current !== name && pages[current].leave) pages[current].leave();
+  current = name;
+  for (const k of Object.keys(pages)) show('#page-' + k, k === name);
+  for (const b of $$('#tabs button')) b.classList.toggle('active', b.dataset.tab === name);
+  if (location.hash !== '#' + name) history.replaceState(null, '', '#' + name);
+  pages[name].enter();
+}
+
+function showLogin(message) {
+  if (current && pages[current].leave) pages[current].leave();
+  current = null;
+  show('#app', false);
+  show('#logout', false);
+  show('#login', true);
+  setError('#login-error', message || '');
+  $('#login-password').focus();
+}
+
+async function showApp() {
+  show('#login', false);
+  show('#app', true);
+  show('#logout', true);
+  go(location.hash.slice(1) || 'tables');
+  try {
+    const st = await api.pool.refresh();
+    if (st && st.nodeId) $('#node-label').textContent = T.t('staff.node', { id: st.nodeId });
+  } catch (_) {
+    // the cluster page says more
+  }
+}
+
+function start() {
+  T.apply();
+  T.bindToggle($('#lang-toggle'));
+  T.onChange(() => {
+    for (const p of Object.values(pages)) if (p.rerender) p.rerender();
+  });
+  for (const p of Object.values(pages)) if (p.bind) p.bind();
+  for (const b of $$('#tabs button')) b.addEventListener('click', () => go(b.dataset.tab));
+  window.addEventListener('hashchange', () => {
+    if (!$('#app').hidden) go(location.hash.slice(1));
+  });
+  $('#login-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      await api.login($('#login-password').value);
+      $('#login-password').value = '';
+      showApp();
+    } catch (e) {
+      setError('#login-error', e.message || T.t('login.failed'));
+    }
+  });
+  $('#logout').addEventListener('click', async () => {
+    await api.logout();
+    showLogin();
+  });
+  api.onUnauthorized(() => showLogin());
+  if (api.token()) showApp();
+  else showLogin();
+}
+
+start();
