@@ -143,7 +143,7 @@ func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
 	copy(body[3:], p.Payload)
 	rctx, cancel := context.WithTimeout(ctx, applyTimeout+time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, "http://"+leaderAddr+"/internal/apply", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, n.internalURL(leaderAddr, "/internal/apply"), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
@@ -283,7 +283,7 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	if addr == "" {
 		return 0, errors.New("no leader known")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/internal/readindex", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.internalURL(addr, "/internal/readindex"), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -312,3 +312,11 @@ func (n *Node) kvDue() bool {
 }
 
 var _ kv.Applier = (*Node)(nil)
+
+// internalURL addresses a peer's internal channel on its raft port.
+func (n *Node) internalURL(raftAddr, path string) string {
+	if n.opts.ClientTLS != nil {
+		return "https://" + raftAddr + path
+	}
+	return "http://" + raftAddr + path
+}

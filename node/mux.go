@@ -137,7 +137,8 @@ var errNoAddr = errors.New("no address")
 // addressProvider lets a node dial peers through addresses of its own
 // (fault-injection proxies in tests) while the cluster configuration keeps
 // the canonical raft addresses.
-// An unknown id falls back to the configured address.
+// It knows the configured peers; a member added later falls back to the
+// address in the Raft configuration.
 type addressProvider struct {
 	dial map[string]string
 }

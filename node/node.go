@@ -22,6 +22,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"masterorder/kv"
+	"masterorder/node/pki"
+	"masterorder/node/tlsnet"
 	"masterorder/raftfsm"
 )
 
@@ -51,7 +53,7 @@ type Node struct {
 	raft      *raft.Raft
 	logStore  *raftboltdb.BoltStore
 	trans     *raft.NetworkTransport
-	mux       *connMux
+	closeRaftPort func()
 	internal  *http.Server
 	peerHTTP  *http.Client
 	echo      *echo.Echo
@@ -81,6 +83,13 @@ func New(cfg Config, opts Options) (*Node, error) {
 		opts.WallClock = time.Now
 	}
 	log := opts.Logger.With("node", cfg.NodeID)
+	if cfg.TLS.Enabled() && opts.ServerTLS == nil {
+		srv, cli, err := pki.LoadMutualTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			return nil, &ConfigError{Setting: "tls", Problem: err.Error()}
+		}
+		opts.ServerTLS, opts.ClientTLS = srv, cli
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
@@ -103,11 +112,17 @@ func New(cfg Config, opts Options) (*Node, error) {
 	n.kv = kv.Client{A: n, V: n}
 	n.AddLeaderWorker("expire", n.expireWorker)
 	n.echo = newEcho(n)
-	n.peerHTTP = &http.Client{Transport: &http.Transport{
+	tr := &http.Transport{
+		Proxy:               nil,
 		DialContext:         n.dialInternal,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     30 * time.Second,
-	}}
+	}
+	if opts.ClientTLS != nil {
+		tr.TLSClientConfig = opts.ClientTLS.Clone()
+		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
+	n.peerHTTP = &http.Client{Transport: tr}
 	return n, nil
 }
 
@@ -177,27 +192,42 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("open snapshot store %s: %w", raftDir, err)
 	}
 
-	base, err := net.Listen("tcp", cfg.RaftAddr)
-	if err != nil {
-		return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
-	}
-	if n.opts.ServerTLS != nil {
-		base = tls.NewListener(base, n.opts.ServerTLS)
-	}
-	n.mux = newConnMux(base)
 	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
 		return fmt.Errorf("resolve raft_addr %s: %w", cfg.RaftAddr, err)
 	}
 	dials := map[string]string{}
 	for _, p := range cfg.Peers {
+		dials[p.ID] = p.RaftAddr
 		if p.DialAddr != "" {
 			dials[p.ID] = p.DialAddr
 		}
 	}
+	var stream raft.StreamLayer
+	var internalLn net.Listener
+	if n.opts.ServerTLS != nil {
+		// Mutual TLS: the handshake completes before anything reaches Raft
+		// or the internal channel; ALPN tells the two apart.
+		layer, httpL, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
+			tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
+				n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err)
+			}))
+		if err != nil {
+			return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
+		}
+		stream, internalLn, n.closeRaftPort = layer, httpL, func() { layer.Close(); httpL.Close() }
+	} else {
+		base, err := net.Listen("tcp", cfg.RaftAddr)
+		if err != nil {
+			return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
+		}
+		mux := newConnMux(base)
+		stream = &streamLayer{chanListener: mux.raftL, advertise: advertise, dial: n.dialPeer}
+		internalLn, n.closeRaftPort = mux.httpL, func() { mux.Close() }
+	}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: &addressProvider{dial: dials},
-		Stream:                &streamLayer{chanListener: n.mux.raftL, advertise: advertise, dial: n.dialPeer},
+		Stream:                stream,
 		MaxPool:               4,
 		Timeout:               5 * time.Second,
 		Logger:                n.hclog("transport"),
@@ -207,7 +237,7 @@ func (n *Node) startRaft() error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.internal.Serve(n.mux.httpL)
+		n.internal.Serve(internalLn)
 	}()
 
 	rc := raft.DefaultConfig()
@@ -289,9 +319,6 @@ func (n *Node) needRestore(snaps raft.SnapshotStore) (bool, error) {
 
 func (n *Node) dialPeer(addr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
-	if n.opts.ClientTLS != nil {
-		return tls.DialWithDialer(&d, "tcp", addr, n.opts.ClientTLS)
-	}
 	return d.Dial("tcp", addr)
 }
 
@@ -304,10 +331,6 @@ func (n *Node) dialInternal(ctx context.Context, _, addr string) (net.Conn, erro
 		}
 	}
 	d := net.Dialer{Timeout: 2 * time.Second}
-	if n.opts.ClientTLS != nil {
-		td := tls.Dialer{NetDialer: &d, Config: n.opts.ClientTLS}
-		return td.DialContext(ctx, "tcp", addr)
-	}
 	return d.DialContext(ctx, "tcp", addr)
 }
 
@@ -332,8 +355,8 @@ func (n *Node) Stop() {
 		if n.trans != nil {
 			n.trans.Close()
 		}
-		if n.mux != nil {
-			n.mux.Close()
+		if n.closeRaftPort != nil {
+			n.closeRaftPort()
 		}
 		n.peerHTTP.CloseIdleConnections()
 		n.wg.Wait()

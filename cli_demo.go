@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"masterorder/node"
+	"masterorder/node/pki"
+	"masterorder/node/staffauth"
+	"masterorder/orders"
+)
+
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	count := fs.Int("nodes", 3, "1 or 3 nodes")
+	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address of node a; node i listens on port+i")
+	dataDir := fs.String("data-dir", "", "data directory (a temp dir if empty)")
+	password := fs.String("staff-password", "demo", "staff password")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *count != 1 && *count != 3 {
+		return usageError{"--nodes must be 1 or 3"}
+	}
+	host, portStr, err := net.SplitHostPort(*listen)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil || port < 1 || port+*count+1000 > 65535 {
+		return usageError{"--listen must be HOST:PORT"}
+	}
+	dir := *dataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "masterorder-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	hash, err := staffauth.HashPassword(*password)
+	if err != nil {
+		return usageError{"--staff-password: " + err.Error()}
+	}
+	cfgs, err := demoConfigs(dir, host, port, *count)
+	if err != nil {
+		return err
+	}
+	log := newLogger(node.LogConfig{Level: "warn"}, stderr)
+	var nodes []*node.Node
+	var svcs []*orders.Service
+	defer func() {
+		for _, n := range nodes {
+			n.Stop()
+		}
+	}()
+	for _, cfg := range cfgs {
+		n, svc, err := startStore(cfg, log, orders.Options{StaffPasswordHash: hash})
+		if err != nil {
+			return err
+		}
+		nodes, svcs = append(nodes, n), append(svcs, svc)
+	}
+	leader := waitDemoLeader(ctx, nodes)
+	if leader < 0 {
+		return fmt.Errorf("no leader elected")
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	sessionID, pin, err := svcs[leader].SeedDemo(sctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("seed demo: %w", err)
+	}
+	base := "http://" + cfgs[0].HTTPAddr
+	fmt.Fprintf(stdout, "MasterOrder demo: %d node(s), data in %s\n", len(nodes), dir)
+	for _, c := range cfgs {
+		fmt.Fprintf(stdout, "  node %s  http://%s  (raft %s)\n", c.NodeID, c.HTTPAddr, c.RaftAddr)
+	}
+	fmt.Fprintf(stdout, "staff:   %s/staff/   (password %q)\n", base, *password)
+	fmt.Fprintf(stdout, "kitchen: %s/kitchen/\n", base)
+	fmt.Fprintf(stdout, "guest:   %s/guest/?s=%s\n", base, sessionID)
+	fmt.Fprintf(stdout, "table T1 session %s  PIN %s\n", sessionID, pin)
+	fmt.Fprintln(stdout, "Ctrl-C stops the store.")
+	<-ctx.Done()
+	return nil
+}
+
+func demoConfigs(dir, host string, port, count int) ([]node.Config, error) {
+	tlsDir := filepath.Join(dir, "tls")
+	ca, err := pki.LoadCAFiles(tlsDir)
+	if err != nil {
+		// A throwaway cluster CA for this demo.
+		if ca, err = pki.NewCA("MasterOrder demo", 0); err != nil {
+			return nil, err
+		}
+		if err := ca.WriteFiles(tlsDir); err != nil {
+			return nil, err
+		}
+	}
+	secretFile := filepath.Join(dir, "secrets.json")
+	var secrets struct{ Cluster, Token string }
+	if b, err := os.ReadFile(secretFile); err == nil {
+		json.Unmarshal(b, &secrets)
+	}
+	if secrets.Cluster == "" {
+		secrets.Cluster, secrets.Token = staffauth.NewSecret(), staffauth.NewSecret()
+		b, _ := json.Marshal(secrets)
+		if err := os.WriteFile(secretFile, b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	var peers []node.Peer
+	for i := 0; i < count; i++ {
+		id := string(rune('a' + i))
+		peers = append(peers, node.Peer{ID: id, HTTPAddr: net.JoinHostPort(host, strconv.Itoa(port+i)), RaftAddr: net.JoinHostPort(host, strconv.Itoa(port+1000+i))})
+	}
+	var cfgs []node.Config
+	for _, p := range peers {
+		cert, key, err := ca.IssueNode(p.ID, []string{host}, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := pki.WriteNodeFiles(tlsDir, p.ID, cert, key); err != nil {
+			return nil, err
+		}
+		c := node.Defaults()
+		c.NodeID, c.ShopID, c.Demo = p.ID, "demo", true
+		c.DataDir = filepath.Join(dir, "data-"+p.ID)
+		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
+		c.Peers = peers
+		c.ClusterSecret, c.Staff.TokenSecret = secrets.Cluster, secrets.Token
+		c.TLS = node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, p.ID), KeyFile: pki.NodeKeyFile(tlsDir, p.ID)}
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		cfgs = append(cfgs, c)
+	}
+	return cfgs, nil
+}
+
+func waitDemoLeader(ctx context.Context, nodes []*node.Node) int {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for i, n := range nodes {
+			if n.IsLeader() {
+				return i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return -1
+}
+
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "", "any node's base URL, e.g. http://192.168.1.10:8080")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *url == "" {
+		return usageError{"status needs --url"}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, *url+"/api/cluster/status", nil)
+	if err != nil {
+		return usageError{"--url: " + err.Error()}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask %s: %w", *url, err)
+	}
+	defer resp.Body.Close()
+	var s node.Status
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return fmt.Errorf("read status from %s: %w", *url, err)
+	}
+	leader := "none"
+	if s.Leader != nil {
+		leader = s.Leader.ID + " (" + s.Leader.HTTPAddr + ")"
+	}
+	fmt.Fprintf(stdout, "node %s: %s, term %d, leader %s\n", s.NodeID, s.State, s.Term, leader)
+	fmt.Fprintf(stdout, "commit index %d, applied %d, fsm time %d ms", s.CommitIndex, s.AppliedIndex, s.FSMTime)
+	if s.ClockSuspect {
+		fmt.Fprint(stdout, "  (this box's wall clock looks wrong)")
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "%-8s %-22s %-22s %-9s %s\n", "ID", "HTTP", "RAFT", "SUFFRAGE", "REACHABLE")
+	for _, m := range s.Nodes {
+		fmt.Fprintf(stdout, "%-8s %-22s %-22s %-9s %v\n", m.ID, m.HTTPAddr, m.RaftAddr, m.Suffrage, m.Reachable)
+	}
+	if s.CloudSync != nil {
+		b, _ := json.Marshal(s.CloudSync)
+		fmt.Fprintf(stdout, "cloud sync: %s\n", b)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+// Command masterorder runs a restaurant's mobile ordering on the store
+// LAN: one binary, one node of a three-box Raft cluster.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"masterorder/bench"
+	"masterorder/node"
+	"masterorder/orders"
+)
+
+// Set at build time: -ldflags "-X main.version=… -X main.commit=… -X main.buildDate=…".
+var (
+	version   = "dev"
+	commit    = "unknown"
+	buildDate = "unknown"
+)
+
+const usage = `masterorder — store ordering appliance
+
+usage:
+  masterorder demo [--nodes 1|3] [--listen 127.0.0.1:8080] [--data-dir DIR] [--staff-password PW]
+  masterorder run --config node.toml
+  masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT,... --out DIR [--staff-password PW] [--force]
+  masterorder bench --url URL[,URL...] [flags]   (masterorder bench -h)
+  masterorder status --url URL
+  masterorder version
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "run":
+		err = cmdRun(ctx, rest, stderr)
+	case "demo":
+		err = cmdDemo(ctx, rest, stdout, stderr)
+	case "init":
+		err = cmdInit(rest, stdout, stderr)
+	case "bench":
+		return bench.Main(ctx, rest, stdout, stderr)
+	case "status":
+		err = cmdStatus(ctx, rest, stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "masterorder %s (commit %s, built %s)\n", version, commit, buildDate)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	return exitCode(err, stderr)
+}
+
+// usageError is a bad command line (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "masterorder:", err)
+	var ce *node.ConfigError
+	var ue usageError
+	if errors.As(err, &ce) || errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+// newLogger writes JSON when stdout is not a terminal (journald), text
+// otherwise.
+func newLogger(cfg node.LogConfig, w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	switch cfg.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	format := cfg.Format
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// startStore opens one node with the domain attached and starts it.
+func startStore(cfg node.Config, log *slog.Logger, svcOpts orders.Options) (*node.Node, *orders.Service, error) {
+	opts := orders.NodeOptions()
+	opts.Logger = log
+	n, err := node.New(cfg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := orders.Attach(n, svcOpts)
+	if err != nil {
+		n.Stop()
+		return nil, nil, err
+	}
+	if err := n.Start(); err != nil {
+		return nil, nil, err
+	}
+	return n, svc, nil
+}
+
+func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "node config file (TOML)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *path == "" {
+		return usageError{"run needs --config node.toml"}
+	}
+	cfg, err := node.LoadConfig(*path)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, os.Stdout)
+	n, _, err := startStore(cfg, log, orders.Options{})
+	if err != nil {
+		return err
+	}
+	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version)
+	<-ctx.Done()
+	log.Info("shutting down")
+	n.Stop()
+	return nil
+}

@@ -1,0 +1,155 @@
+// Package admission holds the pure parts of the guest-order gate: header
+// parsing, the strict order decoder, cart normalization and the payload
+// fingerprint. No I/O, so every piece is unit-tested and fuzzed.
+package admission
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Limits from API.md.
+const (
+	MaxLines       = 50
+	MaxQuantity    = 99
+	MaxToppings    = 10
+	MaxExpectedYen = 100_000_000
+)
+
+var (
+	uuidV4   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	clientID = regexp.MustCompile(`^guest-[A-Za-z0-9_-]{8,64}$`)
+	// ID matches menu, topping, table ids and skus.
+	ID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// ParseIdempotencyKey accepts a UUID v4 in any case, bare or in the quoted
+// form of the IETF draft, and returns it lower-cased and unquoted.
+func ParseIdempotencyKey(raw string) (string, bool) {
+	s := strings.TrimSpace(raw)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	s = strings.ToLower(s)
+	if !uuidV4.MatchString(s) {
+		return "", false
+	}
+	return s, true
+}
+
+// ValidClientID checks X-MasterOrder-Client-Id.
+func ValidClientID(s string) bool { return clientID.MatchString(s) }
+
+// ValidID checks a menu, topping, table id or sku.
+func ValidID(s string) bool { return ID.MatchString(s) }
+
+// Line is one cart line as sent.
+type Line struct {
+	MenuID   string   `json:"menuId"`
+	Quantity int      `json:"quantity"`
+	Toppings []string `json:"toppings"`
+}
+
+// OrderRequest is the body of a guest (or staff) order.
+type OrderRequest struct {
+	Items         []Line `json:"items"`
+	ExpectedTotal *int64 `json:"expectedTotal"`
+	AllowRepeat   bool   `json:"allowRepeat"`
+}
+
+// ErrInvalidOrder is wrapped by every decode failure (400 INVALID_ORDER).
+var ErrInvalidOrder = errors.New("invalid order")
+
+// DecodeOrder parses the body strictly: unknown fields at any level,
+// wrong types, trailing data, and out-of-range values are rejected.
+func DecodeOrder(body []byte) (OrderRequest, error) {
+	var req OrderRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("%w: %v", ErrInvalidOrder, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return req, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidOrder)
+	}
+	if len(req.Items) < 1 || len(req.Items) > MaxLines {
+		return req, fmt.Errorf("%w: %d lines, want 1..%d", ErrInvalidOrder, len(req.Items), MaxLines)
+	}
+	for i, l := range req.Items {
+		if !ValidID(l.MenuID) {
+			return req, fmt.Errorf("%w: items[%d].menuId", ErrInvalidOrder, i)
+		}
+		if l.Quantity < 1 || l.Quantity > MaxQuantity {
+			return req, fmt.Errorf("%w: items[%d].quantity %d outside 1..%d", ErrInvalidOrder, i, l.Quantity, MaxQuantity)
+		}
+		if len(l.Toppings) > MaxToppings {
+			return req, fmt.Errorf("%w: items[%d] has more than %d toppings", ErrInvalidOrder, i, MaxToppings)
+		}
+		for _, t := range l.Toppings {
+			if !ValidID(t) {
+				return req, fmt.Errorf("%w: items[%d].toppings", ErrInvalidOrder, i)
+			}
+		}
+	}
+	if req.ExpectedTotal != nil && (*req.ExpectedTotal < 0 || *req.ExpectedTotal > MaxExpectedYen) {
+		return req, fmt.Errorf("%w: expectedTotal out of range", ErrInvalidOrder)
+	}
+	return req, nil
+}
+
+// Normalize returns the cart in canonical form: toppings sorted and
+// de-duplicated within a line, identical lines summed, lines sorted.
+func Normalize(items []Line) []Line {
+	merged := map[string]*Line{}
+	var keys []string
+	for _, l := range items {
+		tops := append([]string(nil), l.Toppings...)
+		sort.Strings(tops)
+		tops = dedupe(tops)
+		key := l.MenuID + "\x00" + strings.Join(tops, "\x00")
+		if m, ok := merged[key]; ok {
+			m.Quantity += l.Quantity
+			continue
+		}
+		merged[key] = &Line{MenuID: l.MenuID, Quantity: l.Quantity, Toppings: tops}
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	out := make([]Line, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *merged[k])
+	}
+	return out
+}
+
+func dedupe(sorted []string) []string {
+	out := sorted[:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	if out == nil {
+		return []string{}
+	}
+	return out
+}
+
+// Fingerprint is SHA-256 over the session id and the normalized cart.
+func Fingerprint(sessionID string, normalized []Line) string {
+	h := sha256.New()
+	io.WriteString(h, sessionID)
+	for _, l := range normalized {
+		io.WriteString(h, "\n"+l.MenuID+"|"+strconv.Itoa(l.Quantity)+"|"+strings.Join(l.Toppings, ","))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

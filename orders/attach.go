@@ -1,0 +1,81 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"masterorder/node"
+	"masterorder/orders/store"
+	"masterorder/raftfsm"
+)
+
+// NodeOptions are what the domain contributes to a node: its commands and
+// its schema.
+func NodeOptions() node.Options {
+	return node.Options{Register: Register, Migrate: store.Migrate}
+}
+
+// Attach builds the service on n, registers its routes and leader-only
+// workers. Call it after node.New and before Start.
+func Attach(n *node.Node, opts Options) (*Service, error) {
+	s, err := New(n, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.Routes(n.Echo())
+	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)
+	return s, nil
+}
+
+// housekeepingWorker archives closed sessions' orders and prunes old audit
+// and archive rows, a bounded batch at a time.
+func (s *Service) housekeepingWorker(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Housekeep(ctx); err != nil && ctx.Err() == nil {
+			s.node.Logger().Warn("housekeeping", "error", err)
+		}
+	}
+}
+
+// Housekeep runs one housekeeping command.
+func (s *Service) Housekeep(ctx context.Context) error {
+	now := time.Now()
+	cmd := housekeepingCmd{Limit: 1000}
+	if d := s.cfg.Retention.AuditDays; d > 0 {
+		cmd.AuditBeforeWall = now.AddDate(0, 0, -d).UnixMilli()
+	}
+	if d := s.cfg.Retention.ArchiveDays; d > 0 {
+		cmd.ArchiveBeforeWall = now.AddDate(0, 0, -d).UnixMilli()
+	}
+	_, err := s.apply(ctx, CmdHousekeeping, cmd)
+	return err
+}
+
+// apply proposes a command outside an HTTP request (seeding, workers).
+func (s *Service) apply(ctx context.Context, t raftfsm.CommandType, cmd any) (Result, error) {
+	payload, err := json.Marshal(cmd)
+	if err != nil {
+		return Result{}, err
+	}
+	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: 1, Payload: payload})
+	if err != nil {
+		return Result{}, err
+	}
+	var r Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		return Result{}, fmt.Errorf("decode result: %w", err)
+	}
+	if r.Status != 200 {
+		return r, fmt.Errorf("%s: status %d %s", fmt.Sprint(t), r.Status, r.Reason)
+	}
+	return r, nil
+}

@@ -1,0 +1,305 @@
+// Package orders is the store's domain: catalog, stock, table sessions,
+// the admission gate, placing and updating orders, checkout, audit, and
+// their HTTP handlers. Every change is one Raft command applied by the
+// handlers registered here; the FSM stays generic.
+package orders
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"masterorder/kv"
+	"masterorder/orders/store"
+	"masterorder/raftfsm"
+)
+
+// Domain command types (32 and up; 1–31 belong to the cluster).
+const (
+	CmdUpsertMenu     raftfsm.CommandType = 32
+	CmdSetStock       raftfsm.CommandType = 33
+	CmdOpenSession    raftfsm.CommandType = 34
+	CmdPlaceOrder     raftfsm.CommandType = 35
+	CmdSetOrderStatus raftfsm.CommandType = 36
+	CmdCheckoutBegin  raftfsm.CommandType = 37
+	CmdCheckoutCancel raftfsm.CommandType = 38
+	CmdCheckout       raftfsm.CommandType = 39
+	CmdPINFailure     raftfsm.CommandType = 40
+	CmdForceRelease   raftfsm.CommandType = 41
+	CmdOutboxSynced   raftfsm.CommandType = 42
+	CmdRevokeToken    raftfsm.CommandType = 43
+	CmdHousekeeping   raftfsm.CommandType = 44
+)
+
+// Register adds the domain commands to the node's dispatch table.
+func Register(reg *raftfsm.Registry) {
+	reg.Register(CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
+	reg.Register(CmdSetStock, "orders.setStock", applySetStock)
+	reg.Register(CmdOpenSession, "orders.openSession", applyOpenSession)
+	reg.Register(CmdPlaceOrder, "orders.placeOrder", applyPlaceOrder)
+	reg.Register(CmdSetOrderStatus, "orders.setOrderStatus", applySetOrderStatus)
+	reg.Register(CmdCheckoutBegin, "orders.checkoutBegin", applyCheckoutBegin)
+	reg.Register(CmdCheckoutCancel, "orders.checkoutCancel", applyCheckoutCancel)
+	reg.Register(CmdCheckout, "orders.checkout", applyCheckout)
+	reg.Register(CmdPINFailure, "orders.pinFailure", applyPINFailure)
+	reg.Register(CmdForceRelease, "orders.forceRelease", applyForceRelease)
+	reg.Register(CmdOutboxSynced, "orders.outboxSynced", applyOutboxSynced)
+	reg.Register(CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
+	reg.Register(CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
+}
+
+// Result is what every domain command answers: an HTTP status with either
+// a success body or a reason code (the handler adds the message in the
+// caller's language; Apply knows no languages).
+type Result struct {
+	Status       int             `json:"status"`
+	Reason       string          `json:"reason,omitempty"`
+	RetryAfterMs int64           `json:"retryAfterMs,omitempty"`
+	Replay       bool            `json:"replay,omitempty"`
+	Body         json.RawMessage `json:"body,omitempty"`
+	SKUs         []string        `json:"skus,omitempty"`
+}
+
+func ok(body any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return json.Marshal(Result{Status: 200, Body: b})
+}
+
+func reject(status int, reason string) ([]byte, error) {
+	return json.Marshal(Result{Status: status, Reason: reason})
+}
+
+// decodePayload answers a malformed payload with a 400 result (never a
+// halt: the entry is committed, every node answers the same).
+func decodePayload(payload []byte, v any) ([]byte, bool) {
+	if err := json.Unmarshal(payload, v); err != nil {
+		out, _ := reject(400, "MALFORMED_COMMAND")
+		return out, false
+	}
+	return nil, true
+}
+
+// Key builders for the coordination KV. Session-scoped keys share a
+// prefix so checkout drops them in one sweep.
+func keyIdem(sessionID, requestID string) string { return "idem:" + sessionID + ":" + requestID }
+func keyPayload(sessionID, fp string) string     { return "payload:" + sessionID + ":" + fp }
+func keyBurst(sessionID string) string           { return "burst:" + sessionID }
+func keyCooldown(clientID string) string         { return "cooldown:" + clientID }
+func keySessionLock(sessionID string) string     { return "lock:session:" + sessionID }
+func keyPINFail(scope, id string) string         { return "pinfail:" + scope + ":" + id }
+func keyPINLock(scope, id string) string         { return "pinlock:" + scope + ":" + id }
+func keyRevoked(tokenID string) string           { return "revoked:" + tokenID }
+func sessionPrefixes(sessionID string) []string {
+	return []string{"idem:" + sessionID + ":", "payload:" + sessionID + ":", keyBurst(sessionID)}
+}
+
+// ---- catalog and stock ----
+
+type upsertMenuCmd struct {
+	Item store.MenuItem `json:"item"`
+}
+
+func applyUpsertMenu(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c upsertMenuCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if err := store.UpsertMenuItem(ctx.SQL, c.Item); err != nil {
+		return nil, err
+	}
+	item, _, err := store.GetMenuItem(ctx.SQL, c.Item.MenuID)
+	if err != nil {
+		return nil, err
+	}
+	ctx.Emit("menu.updated", nil)
+	return ok(item)
+}
+
+type setStockCmd struct {
+	SKU      string `json:"sku"`
+	Quantity *int64 `json:"quantity"`
+}
+
+func applySetStock(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c setStockCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	exists, err := store.SKUExists(ctx.SQL, c.SKU)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return reject(404, "SKU_NOT_FOUND")
+	}
+	if err := store.SetStock(ctx.SQL, c.SKU, c.Quantity); err != nil {
+		return nil, err
+	}
+	ctx.Emit("menu.updated", nil)
+	return ok(store.StockLevel{SKU: c.SKU, Quantity: c.Quantity})
+}
+
+// ---- sessions ----
+
+type openSessionCmd struct {
+	SessionID string `json:"sessionId"`
+	TableID   string `json:"tableId"`
+	PIN       string `json:"pin"`
+}
+
+type sessionOpened struct {
+	SessionID string `json:"sessionId"`
+	TableID   string `json:"tableId"`
+	PIN       string `json:"pin"`
+	Status    string `json:"status"`
+}
+
+func applyOpenSession(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c openSessionCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if _, exists, err := store.GetSession(ctx.SQL, c.SessionID); err != nil {
+		return nil, err
+	} else if exists {
+		// 128 random bits collide only when a command is replayed.
+		return reject(409, "SESSION_EXISTS")
+	}
+	if err := store.InsertSession(ctx.SQL, c.SessionID, c.TableID, c.PIN, ctx.WallTime); err != nil {
+		return nil, err
+	}
+	return ok(sessionOpened{SessionID: c.SessionID, TableID: c.TableID, PIN: c.PIN, Status: store.SessionActive})
+}
+
+// ---- locks, PINs, tokens ----
+
+type forceReleaseCmd struct {
+	Key  string `json:"key"`
+	Node string `json:"node"`
+}
+
+func applyForceRelease(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c forceReleaseCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
+	e, live := t.Get(c.Key)
+	if !live {
+		return reject(404, "LOCK_NOT_FOUND")
+	}
+	if _, err := t.Delete(c.Key); err != nil {
+		return nil, err
+	}
+	if err := store.InsertAudit(ctx.SQL, store.Audit{At: ctx.WallTime, ReasonCode: "LOCK_FORCE_RELEASED", Node: c.Node,
+		SessionID: sessionOfLock(c.Key), Detail: c.Key}); err != nil {
+		return nil, err
+	}
+	return ok(map[string]any{"key": c.Key, "released": true, "revision": e.Revision})
+}
+
+func sessionOfLock(key string) string {
+	const p = "lock:session:"
+	if len(key) > len(p) && key[:len(p)] == p {
+		return key[len(p):]
+	}
+	return ""
+}
+
+// PIN limits from API.md: 10 wrong PINs per client within 10 minutes, or
+// 50 per session, lock that client or session out for 10 minutes.
+const (
+	pinWindowMs       = 10 * 60 * 1000
+	pinClientLimit    = 10
+	pinSessionLimit   = 50
+	pinLockDurationMs = 10 * 60 * 1000
+)
+
+type pinFailureCmd struct {
+	SessionID string `json:"sessionId"`
+	Client    string `json:"client"` // client id, or the remote address
+	Node      string `json:"node"`
+}
+
+type pinFailureResult struct {
+	Locked bool `json:"locked"`
+}
+
+func applyPINFailure(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c pinFailureCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
+	locked := false
+	for _, scope := range []struct {
+		name, id string
+		limit    int
+	}{{"client", c.Client, pinClientLimit}, {"session", c.SessionID, pinSessionLimit}} {
+		count, err := bumpCounter(t, keyPINFail(scope.name, scope.id), pinWindowMs)
+		if err != nil {
+			return nil, err
+		}
+		if count >= scope.limit {
+			if err := t.Put(keyPINLock(scope.name, scope.id), nil, msDuration(pinLockDurationMs)); err != nil {
+				return nil, err
+			}
+			locked = true
+		}
+	}
+	if err := store.InsertAudit(ctx.SQL, store.Audit{At: ctx.WallTime, ClientID: c.Client, SessionID: c.SessionID,
+		ReasonCode: "INVALID_PIN", Node: c.Node}); err != nil {
+		return nil, err
+	}
+	return ok(pinFailureResult{Locked: locked})
+}
+
+// bumpCounter increments a counter that lapses windowMs after its first
+// increment.
+func bumpCounter(t *kv.Tx, key string, windowMs int64) (int, error) {
+	count, ttl := 0, windowMs
+	if e, live := t.Get(key); live {
+		fmt.Sscan(string(e.Value), &count)
+		ttl = e.ExpiresAt - t.Now()
+	}
+	count++
+	return count, t.Put(key, []byte(fmt.Sprint(count)), msDuration(ttl))
+}
+
+type revokeTokenCmd struct {
+	TokenID string `json:"tokenId"`
+	TTLms   int64  `json:"ttlMs"`
+}
+
+func applyRevokeToken(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c revokeTokenCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if c.TTLms <= 0 {
+		c.TTLms = 1
+	}
+	if err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Put(keyRevoked(c.TokenID), nil, msDuration(c.TTLms)); err != nil {
+		return nil, err
+	}
+	return ok(map[string]bool{"revoked": true})
+}
+
+// ---- cloud sync ----
+
+type outboxSyncedCmd struct {
+	Seqs []int64 `json:"seqs"`
+}
+
+func applyOutboxSynced(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c outboxSyncedCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if err := store.DeleteOutbox(ctx.SQL, c.Seqs); err != nil {
+		return nil, err
+	}
+	return ok(map[string]int{"synced": len(c.Seqs)})
+}

@@ -1,0 +1,224 @@
+package orders
+
+import (
+	"crypto/subtle"
+	"database/sql"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/orders/admission"
+	"masterorder/orders/store"
+)
+
+// guestGate checks the session and its PIN (row 3 of the decision table)
+// for every guest call: unknown → 404, locked out → 429 PIN_LOCKED,
+// closed → 410, wrong PIN → 401 (counted cluster-wide).
+func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
+	id := c.Param("id")
+	if !validSessionID(id) {
+		return store.Session{}, false, s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
+	}
+	sess, found, err := s.loadSession(id)
+	if err != nil {
+		return sess, false, s.failErr(c, err)
+	}
+	if !found {
+		// The session may have been opened a moment ago through another
+		// node: look again after catching up before saying 404.
+		if err := s.consistent(c.Request().Context()); err != nil {
+			return sess, false, s.failErr(c, err)
+		}
+		if sess, found, err = s.loadSession(id); err != nil {
+			return sess, false, s.failErr(c, err)
+		}
+		if !found {
+			return sess, false, s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
+		}
+	}
+	client := pinClient(c)
+	for _, k := range []string{keyPINLock("client", client), keyPINLock("session", id)} {
+		if e, live, err := s.node.KV().Get(k); err == nil && live {
+			wait := time.Duration(e.ExpiresAt-s.node.FSMNow()) * time.Millisecond
+			return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", max(wait, time.Second), nil)
+		}
+	}
+	if sess.Status != store.SessionActive {
+		return sess, false, s.fail(c, http.StatusGone, "SESSION_CLOSED", 0, nil)
+	}
+	pin := c.Request().Header.Get("X-Session-PIN")
+	if subtle.ConstantTimeCompare([]byte(pin), []byte(sess.PIN)) != 1 {
+		if _, err := s.propose(c, CmdPINFailure, pinFailureCmd{SessionID: id, Client: client, Node: s.cfg.NodeID}, false); err != nil {
+			return sess, false, s.failErr(c, err)
+		}
+		return sess, false, s.fail(c, http.StatusUnauthorized, "INVALID_PIN", 0, nil)
+	}
+	return sess, true, nil
+}
+
+// pinClient names who is guessing: the client id when it is well formed,
+// else the remote address (never a header a guest could vary freely).
+func pinClient(c echo.Context) string {
+	if id := c.Request().Header.Get("X-MasterOrder-Client-Id"); admission.ValidClientID(id) {
+		return id
+	}
+	return "addr-" + remoteHost(c)
+}
+
+func (s *Service) guestSession(c echo.Context) error {
+	sess, ok, err := s.guestGate(c)
+	if !ok {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"sessionId": sess.SessionID, "tableId": sess.TableID, "status": sess.Status})
+}
+
+func (s *Service) guestMenu(c echo.Context) error {
+	if _, ok, err := s.guestGate(c); !ok {
+		return err
+	}
+	var items []store.MenuItem
+	if err := s.query(func(db *sql.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
+		return s.failErr(c, err)
+	}
+	if items == nil {
+		items = []store.MenuItem{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Service) guestOrders(c echo.Context) error {
+	limit, ok := parseLimit(c)
+	if !ok {
+		return s.fail(c, http.StatusBadRequest, "INVALID_LIMIT", 0, nil)
+	}
+	var reqID string
+	if raw := c.QueryParam("requestId"); raw != "" {
+		k, valid := admission.ParseIdempotencyKey(raw)
+		if !valid {
+			return s.fail(c, http.StatusBadRequest, "INVALID_IDEMPOTENCY_KEY", 0, nil)
+		}
+		reqID = k
+	}
+	sess, ok, err := s.guestGate(c)
+	if !ok {
+		return err
+	}
+	// Read-your-writes: an acknowledged order is in the history on any node.
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
+	var list []store.Order
+	if err := s.query(func(db *sql.DB) (err error) {
+		list, err = store.SessionOrders(db, sess.SessionID, limit, reqID)
+		return
+	}); err != nil {
+		return s.failErr(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"orders": list})
+}
+
+func (s *Service) guestOrder(c echo.Context) error {
+	return s.placeOrder(c, c.Param("id"), "guest")
+}
+
+// placeOrder is the order path: validate the request (rows 1–4 of the
+// decision table), propose one command, and answer with its result.
+// Everything from row 5 on is decided inside Apply.
+func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
+	h := c.Request().Header
+	guest := source == "guest"
+	// Row 1: headers.
+	var key string
+	if raw := h.Get("Idempotency-Key"); raw != "" || guest {
+		k, ok := admission.ParseIdempotencyKey(raw)
+		if !ok {
+			return s.fail(c, http.StatusBadRequest, "INVALID_IDEMPOTENCY_KEY", 0, nil)
+		}
+		key = k
+	}
+	clientID := h.Get("X-MasterOrder-Client-Id")
+	if guest && !admission.ValidClientID(clientID) {
+		return s.fail(c, http.StatusBadRequest, "INVALID_CLIENT_ID", 0, nil)
+	}
+	if !guest && clientID != "" && !admission.ValidClientID(clientID) {
+		clientID = ""
+	}
+	// Row 2: the body.
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return s.badBody(c, err, "INVALID_ORDER")
+	}
+	req, err := admission.DecodeOrder(body)
+	if err != nil {
+		return s.fail(c, http.StatusBadRequest, "INVALID_ORDER", 0, nil)
+	}
+	lines := admission.Normalize(req.Items)
+	empty, known, err := s.catalogKnows(lines)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	if !empty && !known {
+		return s.fail(c, http.StatusBadRequest, "INVALID_ORDER", 0, nil)
+	}
+	// Row 3: session and PIN (staff need no PIN).
+	if guest {
+		if _, ok, err := s.guestGate(c); !ok {
+			return err
+		}
+	} else if !validSessionID(sessionID) {
+		return s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
+	}
+	// Row 4: a node still loading its replica has no catalog.
+	if empty {
+		return s.fail(c, http.StatusServiceUnavailable, "CATALOG_NOT_READY", 2*time.Second, nil)
+	}
+	cmd := placeOrderCmd{
+		SessionID: sessionID, RequestID: key, ClientID: clientID, Source: source, Node: s.cfg.NodeID,
+		Items: lines, Fingerprint: admission.Fingerprint(sessionID, lines), ExpectedTotal: req.ExpectedTotal,
+		AllowRepeat: req.AllowRepeat, CandidateID: randomOrderID(), Windows: s.windows(),
+	}
+	// A keyed order is idempotent: after a leader change the same command
+	// is proposed again and answers with a replay, never a second order.
+	r, err := s.propose(c, CmdPlaceOrder, cmd, key != "")
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	return s.respond(c, r)
+}
+
+// catalogKnows checks every menu id and topping of the cart against the
+// local catalog; empty reports a replica with no menu at all.
+func (s *Service) catalogKnows(lines []admission.Line) (empty, known bool, err error) {
+	err = s.query(func(db *sql.DB) error {
+		var err error
+		if empty, err = store.CatalogEmpty(db); err != nil || empty {
+			return err
+		}
+		known = true
+		for _, l := range lines {
+			m, found, err := store.GetMenuItem(db, l.MenuID)
+			if err != nil {
+				return err
+			}
+			if !found {
+				known = false
+				return nil
+			}
+			for _, t := range l.Toppings {
+				allowed := false
+				for _, mt := range m.Toppings {
+					allowed = allowed || mt.ToppingID == t
+				}
+				if !allowed {
+					known = false
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	return empty, known, err
+}

@@ -1,0 +1,155 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/orders/store"
+	"masterorder/orders/stream"
+)
+
+var kitchenDefault = []string{store.StatusAccepted, store.StatusCooking, store.StatusReady}
+
+func (s *Service) kitchenOrders(c echo.Context) error {
+	statuses := kitchenDefault
+	if raw := c.QueryParam("status"); raw != "" {
+		statuses = nil
+		for _, st := range strings.Split(raw, ",") {
+			st = strings.TrimSpace(st)
+			if _, ok := statusRank[st]; !ok && st != store.StatusCancelled {
+				return s.fail(c, http.StatusBadRequest, "INVALID_STATUS", 0, nil)
+			}
+			statuses = append(statuses, st)
+		}
+	}
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
+	var list []store.Order
+	if err := s.query(func(db *sql.DB) (err error) { list, err = store.KitchenOrders(db, statuses); return }); err != nil {
+		return s.failErr(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"orders": list})
+}
+
+// kitchenSnapshot reads the open orders and the index they reflect in one
+// SQLite read transaction, so the snapshot event's id is exact.
+func (s *Service) kitchenSnapshot(ctx context.Context) (uint64, []store.Order, error) {
+	var idx uint64
+	var list []store.Order
+	err := s.query(func(db *sql.DB) error {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var applied int64
+		if err := tx.QueryRow(`SELECT COALESCE((SELECT v FROM _fsm_meta WHERE k='applied'),0)`).Scan(&applied); err != nil {
+			return fmt.Errorf("read applied index: %w", err)
+		}
+		idx = uint64(applied)
+		list, err = store.KitchenOrders(tx, kitchenDefault)
+		return err
+	})
+	return idx, list, err
+}
+
+const sseHeartbeat = 15 * time.Second
+
+// kitchenStream serves Server-Sent Events. Ids are Raft indexes; a client
+// resuming with Last-Event-ID (header, or lastEventId query for a screen
+// switching nodes) gets exactly the events after it, or a snapshot when
+// this node cannot vouch for the gap.
+func (s *Service) kitchenStream(c echo.Context) error {
+	var last uint64
+	resume := false
+	raw := c.Request().Header.Get("Last-Event-ID")
+	if raw == "" {
+		raw = c.QueryParam("lastEventId")
+	}
+	if raw != "" {
+		n, err := strconv.ParseUint(strings.TrimSpace(raw), 10, 64)
+		if err != nil {
+			return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
+		}
+		last, resume = n, true
+	}
+	ctx := c.Request().Context()
+	// Catch up first, so an id another node already sent is known here.
+	if err := s.consistent(ctx); err != nil {
+		return s.failErr(c, err)
+	}
+	sub, backlog, ok := s.hub.Subscribe(last, s.node.FSM().Applied(), 1024)
+	defer s.hub.Unsubscribe(sub)
+
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "retry: 1000\n\n")
+
+	sent := last
+	if !resume || !ok {
+		idx, list, err := s.kitchenSnapshot(ctx)
+		if err != nil {
+			return nil // headers are out; the client reconnects
+		}
+		data, _ := json.Marshal(map[string]any{"type": "snapshot", "orders": list})
+		writeEvent(w, stream.Event{ID: idx, Type: "snapshot", Data: data})
+		sent = idx
+	} else {
+		for _, e := range backlog {
+			writeEvent(w, e)
+			sent = e.ID
+		}
+	}
+	w.Flush()
+
+	beat := time.NewTicker(sseHeartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.node.Done():
+			return nil
+		case <-sub.Lost:
+			return nil
+		case e := <-sub.C:
+			if e.ID <= sent {
+				continue // already in the snapshot or backlog
+			}
+			writeEvent(w, e)
+			sent = e.ID
+			// Drain what is queued before flushing once.
+			for more := true; more; {
+				select {
+				case e := <-sub.C:
+					if e.ID > sent { // one kitchen event per command
+						writeEvent(w, e)
+						sent = e.ID
+					}
+				default:
+					more = false
+				}
+			}
+			w.Flush()
+		case <-beat.C:
+			fmt.Fprintf(w, ": heartbeat\n\n")
+			w.Flush()
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, e stream.Event) {
+	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Type, e.Data)
+}

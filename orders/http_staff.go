@@ -1,0 +1,421 @@
+package orders
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/kv"
+	"masterorder/node/staffauth"
+	"masterorder/orders/admission"
+	"masterorder/orders/store"
+	"masterorder/raftfsm"
+)
+
+// decodeStrict reads a JSON body into v: unknown fields, wrong types and
+// trailing data are errors.
+func decodeStrict(c echo.Context, v any) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+// tooLarge tells a body-limit error apart (413) from bad JSON (400).
+func (s *Service) badBody(c echo.Context, err error, code string) error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+		return s.fail(c, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE", 0, nil)
+	}
+	return s.fail(c, http.StatusBadRequest, code, 0, nil)
+}
+
+func remoteHost(c echo.Context) string {
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		return c.Request().RemoteAddr
+	}
+	return host
+}
+
+// ---- login ----
+
+func (s *Service) login(c echo.Context) error {
+	addr := remoteHost(c)
+	if ok, wait := s.limiter.Allow(addr); !ok {
+		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
+	}
+	var req struct {
+		Password *string `json:"password"`
+	}
+	if err := decodeStrict(c, &req); err != nil || req.Password == nil || len(*req.Password) > 200 {
+		return s.badBody(c, err, "INVALID_REQUEST")
+	}
+	if s.passwordHash == "" || !staffauth.CheckPassword(s.passwordHash, *req.Password) {
+		if locked, wait := s.limiter.Failure(addr); locked {
+			return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
+		}
+		return s.fail(c, http.StatusUnauthorized, "INVALID_PASSWORD", 0, nil)
+	}
+	s.limiter.Success(addr)
+	token, _, expires := s.auth.Issuer().Issue()
+	if err := s.auth.SetLoginCookies(c, token, expires); err != nil {
+		return s.failErr(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"token": token, "expiresAt": expires.UTC().Format(time.RFC3339)})
+}
+
+func (s *Service) logout(c echo.Context) error {
+	cl, ok := staffauth.ClaimsFrom(c)
+	if !ok {
+		return s.fail(c, http.StatusUnauthorized, "UNAUTHORIZED", 0, nil)
+	}
+	ttl := time.Until(cl.ExpiresAt)
+	if fsm := time.UnixMilli(s.node.FSMNow()); cl.ExpiresAt.After(fsm) {
+		ttl = cl.ExpiresAt.Sub(fsm)
+	}
+	r, err := s.propose(c, CmdRevokeToken, revokeTokenCmd{TokenID: cl.ID, TTLms: ttl.Milliseconds() + 60_000}, true)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	if r.Status != http.StatusOK {
+		return s.respond(c, r)
+	}
+	s.auth.ClearCookies(c)
+	return c.NoContent(http.StatusNoContent)
+}
+
+// ---- menu and stock ----
+
+type toppingInput struct {
+	ToppingID string `json:"toppingId"`
+	Name      string `json:"name"`
+	NameEn    string `json:"nameEn"`
+	Price     *int64 `json:"price"`
+}
+
+type menuInput struct {
+	Name      *string        `json:"name"`
+	NameEn    string         `json:"nameEn"`
+	Category  string         `json:"category"`
+	Price     *int64         `json:"price"`
+	Available *bool          `json:"available"`
+	SortOrder int64          `json:"sortOrder"`
+	Toppings  []toppingInput `json:"toppings"`
+	// menuId in the body is accepted when it matches the path.
+	MenuID string `json:"menuId"`
+}
+
+const (
+	maxNameLen  = 100
+	maxPriceYen = 1_000_000
+	maxStock    = 1_000_000
+)
+
+func validText(s string, maxLen int, required bool) bool {
+	if required && strings.TrimSpace(s) == "" {
+		return false
+	}
+	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= maxLen && !strings.ContainsAny(s, "\x00\r\n")
+}
+
+func (m menuInput) item(menuID string) (store.MenuItem, bool) {
+	if m.Name == nil || m.Price == nil || !validText(*m.Name, maxNameLen, true) || !validText(m.NameEn, maxNameLen, false) ||
+		!validText(m.Category, 64, false) || *m.Price < 0 || *m.Price > maxPriceYen || len(m.Toppings) > 20 ||
+		(m.MenuID != "" && m.MenuID != menuID) || m.SortOrder < -1_000_000 || m.SortOrder > 1_000_000 {
+		return store.MenuItem{}, false
+	}
+	item := store.MenuItem{MenuID: menuID, Name: *m.Name, NameEn: m.NameEn, Category: m.Category, Price: *m.Price,
+		Available: m.Available == nil || *m.Available, SortOrder: m.SortOrder, Toppings: []store.Topping{}}
+	seen := map[string]bool{}
+	for _, t := range m.Toppings {
+		if !admission.ValidID(t.ToppingID) || seen[t.ToppingID] || t.ToppingID == menuID || !validText(t.Name, maxNameLen, true) ||
+			!validText(t.NameEn, maxNameLen, false) || t.Price == nil || *t.Price < 0 || *t.Price > maxPriceYen {
+			return store.MenuItem{}, false
+		}
+		seen[t.ToppingID] = true
+		item.Toppings = append(item.Toppings, store.Topping{ToppingID: t.ToppingID, Name: t.Name, NameEn: t.NameEn, Price: *t.Price})
+	}
+	return item, true
+}
+
+func (s *Service) putMenu(c echo.Context) error {
+	menuID := c.Param("menuId")
+	if !admission.ValidID(menuID) {
+		return s.fail(c, http.StatusBadRequest, "INVALID_ID", 0, nil)
+	}
+	var in menuInput
+	if err := decodeStrict(c, &in); err != nil {
+		return s.badBody(c, err, "INVALID_MENU_ITEM")
+	}
+	item, ok := in.item(menuID)
+	if !ok {
+		return s.fail(c, http.StatusBadRequest, "INVALID_MENU_ITEM", 0, nil)
+	}
+	r, err := s.propose(c, CmdUpsertMenu, upsertMenuCmd{Item: item}, true)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	return s.respond(c, r)
+}
+
+func (s *Service) listMenu(c echo.Context) error {
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
+	var items []store.MenuItem
+	if err := s.query(func(db *sql.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
+		return s.failErr(c, err)
+	}
+	if items == nil {
+		items = []store.MenuItem{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Service) putStock(c echo.Context) error {
+	sku := c.Param("sku")
+	if !admission.ValidID(sku) {
+		return s.fail(c, http.StatusBadRequest, "INVALID_ID", 0, nil)
+	}
+	var in struct {
+		Quantity json.RawMessage `json:"quantity"`
+		SKU      string          `json:"sku"`
+	}
+	if err := decodeStrict(c, &in); err != nil {
+		return s.badBody(c, err, "INVALID_STOCK")
+	}
+	if len(in.Quantity) == 0 || (in.SKU != "" && in.SKU != sku) {
+		return s.fail(c, http.StatusBadRequest, "INVALID_STOCK", 0, nil)
+	}
+	var qty *int64
+	if string(in.Quantity) != "null" {
+		n, err := strconv.ParseInt(string(in.Quantity), 10, 64)
+		if err != nil || n < 0 || n > maxStock {
+			return s.fail(c, http.StatusBadRequest, "INVALID_STOCK", 0, nil)
+		}
+		qty = &n
+	}
+	r, err := s.propose(c, CmdSetStock, setStockCmd{SKU: sku, Quantity: qty}, true)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	return s.respond(c, r)
+}
+
+func (s *Service) listStock(c echo.Context) error {
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
+	var levels []store.StockLevel
+	if err := s.query(func(db *sql.DB) (err error) { levels, err = store.ListStock(db); return }); err != nil {
+		return s.failErr(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"stock": levels})
+}
+
+// ---- sessions and checkout ----
+
+type staffSession struct {
+	store.Session
+	PIN      string `json:"pin"`
+	GuestURL string `json:"guestUrl"`
+}
+
+func (s *Service) openSession(c echo.Context) error {
+	var in struct {
+		TableID string `json:"tableId"`
+	}
+	if err := decodeStrict(c, &in); err != nil {
+		return s.badBody(c, err, "INVALID_TABLE")
+	}
+	if !admission.ValidID(in.TableID) {
+		return s.fail(c, http.StatusBadRequest, "INVALID_TABLE", 0, nil)
+	}
+	cmd := openSessionCmd{SessionID: newSessionID(), TableID: in.TableID, PIN: newPIN()}
+	r, err := s.propose(c, CmdOpenSession, cmd, false)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	if r.Status != http.StatusOK {
+		return s.respond(c, r)
+	}
+	var opened sessionOpened
+	if err := json.Unmarshal(r.Body, &opened); err != nil {
+		return s.failErr(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"sessionId": opened.SessionID, "tableId": opened.TableID, "pin": opened.PIN,
+		"status": opened.Status, "guestUrl": s.guestURL(c, opened.SessionID)})
+}
+
+func (s *Service) listSessions(c echo.Context) error {
+	status := c.QueryParam("status")
+	if status != "" && status != store.SessionActive && status != store.SessionClosed {
+		return s.fail(c, http.StatusBadRequest, "INVALID_STATUS", 0, nil)
+	}
+	limit, ok := parseLimit(c)
+	if !ok {
+		return s.fail(c, http.StatusBadRequest, "INVALID_LIMIT", 0, nil)
+	}
+	if c.QueryParam("limit") == "" {
+		limit = 200
+	}
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
+	var list []store.Session
+	if err := s.query(func(db *sql.DB) (err error) { list, err = store.ListSessions(db, status, limit); return }); err != nil {
+		return s.failErr(c, err)
+	}
+	out := make([]staffSession, 0, len(list))
+	for _, sess := range list {
+		out = append(out, staffSession{Session: sess, PIN: sess.PIN, GuestURL: s.guestURL(c, sess.SessionID)})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"sessions": out})
+}
+
+func validSessionID(id string) bool { return len(id) >= 16 && len(id) <= 64 && admission.ValidID(id) }
+
+func (s *Service) checkoutStep(t raftfsm.CommandType) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Param("id")
+		if !validSessionID(id) {
+			return s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
+		}
+		cmd := checkoutCmd{SessionID: id, Node: s.cfg.NodeID}
+		if t == CmdCheckoutBegin {
+			cmd.LockTTLms = s.cfg.Admission.CheckoutLockTTL.Milliseconds()
+		}
+		r, err := s.propose(c, t, cmd, t != CmdCheckout)
+		if err != nil {
+			return s.failErr(c, err)
+		}
+		return s.respond(c, r)
+	}
+}
+
+// ---- orders ----
+
+func (s *Service) staffOrder(c echo.Context) error {
+	sid := c.QueryParam("sessionId")
+	return s.placeOrder(c, sid, "staff")
+}
+
+func (s *Service) patchOrder(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("orderId"), 10, 64)
+	if err != nil || id < 1 || id > 1<<31-1 {
+		return s.fail(c, http.StatusNotFound, "ORDER_NOT_FOUND", 0, nil)
+	}
+	var in struct {
+		Status string `json:"status"`
+	}
+	if err := decodeStrict(c, &in); err != nil {
+		return s.badBody(c, err, "INVALID_STATUS")
+	}
+	switch in.Status {
+	case store.StatusAccepted, store.StatusCooking, store.StatusReady, store.StatusServed, store.StatusCancelled:
+	default:
+		return s.fail(c, http.StatusBadRequest, "INVALID_STATUS", 0, nil)
+	}
+	r, err := s.propose(c, CmdSetOrderStatus, setOrderStatusCmd{OrderID: id, Status: in.Status, Node: s.cfg.NodeID}, false)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	return s.respond(c, r)
+}
+
+// ---- audit and locks ----
+
+func (s *Service) listAudit(c echo.Context) error {
+	limit, ok := parseLimit(c)
+	if !ok {
+		return s.fail(c, http.StatusBadRequest, "INVALID_LIMIT", 0, nil)
+	}
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
+	var entries []store.AuditEntry
+	if err := s.query(func(db *sql.DB) (err error) { entries, err = store.ListAudit(db, limit); return }); err != nil {
+		return s.failErr(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"entries": entries})
+}
+
+type lockView struct {
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	ExpiresAt string `json:"expiresAt"`
+	Revision  uint64 `json:"revision"`
+}
+
+func validKey(k string) bool {
+	if k == "" || len(k) > kv.MaxKeyLen || !utf8.ValidString(k) {
+		return false
+	}
+	for _, r := range k {
+		if r < 0x21 || r > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) listLocks(c echo.Context) error {
+	prefix := c.QueryParam("prefix")
+	if prefix == "" {
+		prefix = "lock:"
+	}
+	if !validKey(prefix) {
+		return s.fail(c, http.StatusBadRequest, "INVALID_KEY", 0, nil)
+	}
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
+	entries, err := s.node.KV().List(prefix, 1000)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	// Expiry is FSM time; show it on this box's wall clock.
+	now, wall := s.node.FSMNow(), time.Now()
+	out := make([]lockView, 0, len(entries))
+	for _, e := range entries {
+		v := lockView{Key: e.Key, Value: string(e.Value), Revision: e.Revision}
+		if e.ExpiresAt != 0 {
+			v.ExpiresAt = wall.Add(time.Duration(e.ExpiresAt-now) * time.Millisecond).UTC().Format(time.RFC3339)
+		}
+		out = append(out, v)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"locks": out})
+}
+
+func (s *Service) releaseLock(c echo.Context) error {
+	key, err := url.PathUnescape(c.Param("key"))
+	if err != nil || !validKey(key) {
+		return s.fail(c, http.StatusBadRequest, "INVALID_KEY", 0, nil)
+	}
+	r, err := s.propose(c, CmdForceRelease, forceReleaseCmd{Key: key, Node: s.cfg.NodeID}, false)
+	if err != nil {
+		return s.failErr(c, err)
+	}
+	return s.respond(c, r)
+}

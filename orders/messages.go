@@ -1,0 +1,57 @@
+package orders
+
+// messages are the people-facing texts per reason code: Japanese by
+// default, English with Accept-Language: en. Clients branch on the code.
+var messages = map[string][2]string{
+	"INVALID_IDEMPOTENCY_KEY":   {"注文キーが正しくありません。画面を開き直してください。", "The order key is missing or invalid. Please reopen the cart."},
+	"INVALID_CLIENT_ID":         {"端末IDが正しくありません。ページを再読み込みしてください。", "The device id is missing or invalid. Please reload the page."},
+	"INVALID_ORDER":             {"注文内容が正しくありません。", "The order is not valid."},
+	"SESSION_NOT_FOUND":         {"テーブルのセッションが見つかりません。", "This table session does not exist."},
+	"INVALID_PIN":               {"PINが違います。", "Wrong PIN."},
+	"PIN_LOCKED":                {"PINの入力に続けて失敗したため、しばらくお待ちください。", "Too many wrong PINs. Please wait a while."},
+	"SESSION_CLOSED":            {"このテーブルのご利用は終了しました。", "This table session is closed."},
+	"CATALOG_NOT_READY":         {"メニューを準備中です。少々お待ちください。", "The menu is not ready yet. Please wait a moment."},
+	"IDEMPOTENCY_KEY_REUSED":    {"同じ注文キーで別の内容が送られました。カートを開き直してください。", "This order key was already used for a different cart. Please reopen the cart."},
+	"DUPLICATE_IDEMPOTENCY_KEY": {"同じ注文を処理しています…", "This order is being processed…"},
+	"COOLDOWN_ACTIVE":           {"ご注文ありがとうございます。次のご注文は少しお待ちください。", "Thank you for your order. Please wait a moment before ordering again."},
+	"SESSION_BUSY":              {"お会計中のため、ただいま注文できません。", "Checkout is in progress; ordering is paused."},
+	"SESSION_ORDER_IN_PROGRESS": {"このテーブルの別の注文を処理中です。少々お待ちください。", "Another order from this table is being processed. Please wait a moment."},
+	"DUPLICATE_PAYLOAD":         {"同じ注文を処理しています…", "The same order is being processed…"},
+	"PRICE_MISMATCH":            {"価格が変更されました。メニューを確認してください。", "Prices have changed. Please check the menu."},
+	"OUT_OF_STOCK":              {"売り切れの商品があります。", "Some items are sold out."},
+	"NO_QUORUM":                 {"店舗サーバーが一時的に応答できません。少し待ってからもう一度お試しください。", "The store servers cannot commit right now. Please try again shortly."},
+	"UNAUTHORIZED":              {"ログインが必要です。", "Login required."},
+	"INVALID_PASSWORD":          {"パスワードが違います。", "Wrong password."},
+	"LOGIN_LOCKED":              {"ログインの失敗が続いたため、しばらくお待ちください。", "Too many failed logins. Please wait a while."},
+	"INVALID_MENU_ITEM":         {"メニュー項目の内容が正しくありません。", "The menu item is not valid."},
+	"INVALID_STOCK":             {"在庫数が正しくありません。", "The stock quantity is not valid."},
+	"INVALID_TABLE":             {"テーブルIDが正しくありません。", "The table id is not valid."},
+	"INVALID_ID":                {"IDが正しくありません。", "The id is not valid."},
+	"INVALID_STATUS":            {"ステータスが正しくありません。", "The status is not valid."},
+	"INVALID_TRANSITION":        {"この注文はそのステータスに変更できません。", "The order cannot move to that status."},
+	"INVALID_LIMIT":             {"limit が正しくありません。", "The limit is not valid."},
+	"INVALID_REQUEST":           {"リクエストが正しくありません。", "The request is not valid."},
+	"INVALID_KEY":               {"キーが正しくありません。", "The key is not valid."},
+	"ORDER_NOT_FOUND":           {"注文が見つかりません。", "Order not found."},
+	"MENU_ITEM_NOT_FOUND":       {"メニュー項目が見つかりません。", "Menu item not found."},
+	"SKU_NOT_FOUND":             {"在庫の対象が見つかりません。", "No menu item or topping has this sku."},
+	"LOCK_NOT_FOUND":            {"ロックが見つかりません。", "No such live key."},
+	"SESSION_EXISTS":            {"セッションは既に存在します。", "The session already exists."},
+	"MALFORMED_COMMAND":         {"内部コマンドが正しくありません。", "Malformed command."},
+	"BODY_TOO_LARGE":            {"リクエストが大きすぎます。", "Request body too large."},
+}
+
+// message returns the text for a reason code.
+func message(code string, english bool) string {
+	m, ok := messages[code]
+	if !ok {
+		if english {
+			return "The request was refused (" + code + ")."
+		}
+		return "リクエストを処理できませんでした（" + code + "）。"
+	}
+	if english {
+		return m[1]
+	}
+	return m[0]
+}

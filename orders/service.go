@@ -1,0 +1,237 @@
+package orders
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/node"
+	"masterorder/node/staffauth"
+	"masterorder/orders/store"
+	"masterorder/orders/stream"
+	"masterorder/raftfsm"
+	"masterorder/ui"
+)
+
+// Service serves the domain's HTTP API on one node.
+type Service struct {
+	node    *node.Node
+	cfg     node.Config
+	hub     *stream.Hub
+	auth    *staffauth.Auth
+	limiter *staffauth.LoginLimiter
+	// passwordHash is the staff password's bcrypt hash.
+	passwordHash string
+}
+
+// Options configure a Service.
+type Options struct {
+	// StaffPasswordHash overrides [staff] password_hash (demo mode).
+	StaffPasswordHash string
+}
+
+// New builds the service for n and hooks its event hub to the FSM.
+func New(n *node.Node, opts Options) (*Service, error) {
+	cfg := n.Config()
+	secret, err := staffauth.DecodeSecret(cfg.Staff.TokenSecret)
+	if err != nil {
+		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
+	}
+	s := &Service{node: n, cfg: cfg, limiter: staffauth.NewLoginLimiter(), passwordHash: cfg.Staff.PasswordHash}
+	if opts.StaffPasswordHash != "" {
+		s.passwordHash = opts.StaffPasswordHash
+	}
+	issuer := &staffauth.Issuer{Secret: secret, TTL: cfg.Staff.TokenTTL.Duration,
+		// Expiry is judged on FSM time, which every node agrees on even
+		// when their wall clocks do not.
+		Now: func() time.Time { return time.UnixMilli(n.FSMNow()) }}
+	s.auth, err = staffauth.NewAuth(issuer, s.revoked)
+	if err != nil {
+		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
+	}
+	s.hub = stream.NewHub(10000, n.FSM().Applied())
+	n.FSM().SetListener(s.publish)
+	n.FSM().SetRestoreListener(s.hub.Reset)
+	return s, nil
+}
+
+// Hub is the node's kitchen event hub.
+func (s *Service) Hub() *stream.Hub { return s.hub }
+
+func (s *Service) publish(events []raftfsm.Event) {
+	out := make([]stream.Event, 0, len(events))
+	for _, e := range events {
+		switch e.Type {
+		case "order.created", "order.updated", "session.closed":
+			out = append(out, stream.Event{ID: e.Index, Type: e.Type, Data: e.Data})
+		}
+	}
+	if len(out) > 0 {
+		s.hub.Publish(out)
+	}
+}
+
+func (s *Service) revoked(id string) bool {
+	_, live, err := s.node.KV().Get(keyRevoked(id))
+	return err == nil && live
+}
+
+// Routes registers every domain endpoint and the web apps.
+func (s *Service) Routes(e *echo.Echo) {
+	ui.Register(e)
+
+	e.POST("/api/staff/login", s.login)
+	staff := e.Group("/api/staff", s.auth.Middleware())
+	staff.POST("/logout", s.logout)
+	staff.GET("/menu", s.listMenu)
+	staff.PUT("/menu/:menuId", s.putMenu)
+	staff.GET("/stock", s.listStock)
+	staff.PUT("/stock/:sku", s.putStock)
+	staff.GET("/sessions", s.listSessions)
+	staff.POST("/sessions", s.openSession)
+	staff.POST("/sessions/:id/checkout/begin", s.checkoutStep(CmdCheckoutBegin))
+	staff.POST("/sessions/:id/checkout/cancel", s.checkoutStep(CmdCheckoutCancel))
+	staff.POST("/sessions/:id/checkout", s.checkoutStep(CmdCheckout))
+	staff.POST("/orders", s.staffOrder)
+	staff.PATCH("/orders/:orderId", s.patchOrder)
+	staff.GET("/audit", s.listAudit)
+	staff.GET("/locks", s.listLocks)
+	staff.DELETE("/locks/:key", s.releaseLock)
+	staff.GET("/qr", ui.QRHandler)
+
+	kitchen := e.Group("/api/kitchen", s.auth.Middleware())
+	kitchen.GET("/orders", s.kitchenOrders)
+	kitchen.GET("/stream", s.kitchenStream)
+
+	guest := e.Group("/api/guest/sessions/:id")
+	guest.GET("", s.guestSession)
+	guest.GET("/menu", s.guestMenu)
+	guest.GET("/orders", s.guestOrders)
+	guest.POST("/orders", s.guestOrder)
+}
+
+// propose commits one domain command and decodes its Result.
+func (s *Service) propose(c echo.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
+	payload, err := json.Marshal(cmd)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode command: %w", err)
+	}
+	out, err := s.node.Propose(c.Request().Context(), node.Proposal{Type: t, Version: 1, Payload: payload, Idempotent: idempotent})
+	if err != nil {
+		return Result{}, err
+	}
+	var r Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		return Result{}, fmt.Errorf("decode command result: %w", err)
+	}
+	return r, nil
+}
+
+// respond writes a command's Result: the success body, or the reason code
+// with a message in the caller's language.
+func (s *Service) respond(c echo.Context, r Result) error {
+	if r.Status == http.StatusOK {
+		if r.Replay {
+			h := c.Response().Header()
+			h.Set("X-MasterOrder-Idempotent-Replay", "true")
+			h.Set("Idempotent-Replayed", "true")
+		}
+		return c.JSONBlob(http.StatusOK, r.Body)
+	}
+	return s.fail(c, r.Status, r.Reason, time.Duration(r.RetryAfterMs)*time.Millisecond, r.SKUs)
+}
+
+// fail answers with a reason code. Retry-After goes on every 429 and 503
+// and on the 409s a client should simply retry.
+func (s *Service) fail(c echo.Context, status int, code string, retryAfter time.Duration, skus []string) error {
+	switch code {
+	case "DUPLICATE_IDEMPOTENCY_KEY", "SESSION_ORDER_IN_PROGRESS", "DUPLICATE_PAYLOAD", "SESSION_BUSY":
+		retryAfter = max(retryAfter, time.Second)
+	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		retryAfter = max(retryAfter, time.Second)
+	}
+	if retryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+	}
+	body := map[string]any{"allowed": false, "reasonCode": code, "message": message(code, node.English(c))}
+	if len(skus) > 0 {
+		body["skus"] = skus
+	}
+	return c.JSON(status, body)
+}
+
+// failErr maps cluster errors to 503 NO_QUORUM and the rest to 500.
+func (s *Service) failErr(c echo.Context, err error) error { return s.node.FailErr(c, err) }
+
+// query runs a local read against the replica.
+func (s *Service) query(fn func(db *sql.DB) error) error { return s.node.FSM().Query(fn) }
+
+// consistent waits until this node has applied everything committed so far
+// (read-your-writes on any node).
+func (s *Service) consistent(ctx context.Context) error { return s.node.ConsistentRead(ctx) }
+
+// windows are the admission windows from [admission].
+func (s *Service) windows() Windows {
+	a := s.cfg.Admission
+	return Windows{CooldownMs: a.Cooldown.Milliseconds(), BurstMs: a.SessionBurst.Milliseconds(),
+		PayloadMs: a.PayloadWindow.Milliseconds(), IdempotencyMs: a.IdempotencyTTL.Milliseconds()}
+}
+
+// randomOrderID is the proposer's candidate: random 31-bit, non-zero.
+func randomOrderID() int64 {
+	var b [4]byte
+	rand.Read(b[:])
+	return int64(binary.BigEndian.Uint32(b[:])&0x7fffffff)%(1<<31-1) + 1
+}
+
+// newSessionID: 128 random bits, URL-safe.
+func newSessionID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func newPIN() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%04d", binary.BigEndian.Uint32(b[:])%10000)
+}
+
+// parseLimit reads ?limit= (default 50, at most 200).
+func parseLimit(c echo.Context) (int, bool) {
+	raw := c.QueryParam("limit")
+	if raw == "" {
+		return 50, true
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return min(n, 200), true
+}
+
+// loadSession reads a session from the local replica.
+func (s *Service) loadSession(id string) (store.Session, bool, error) {
+	var sess store.Session
+	var found bool
+	err := s.query(func(db *sql.DB) error {
+		var err error
+		sess, found, err = store.GetSession(db, id)
+		return err
+	})
+	return sess, found, err
+}
+
+func (s *Service) guestURL(c echo.Context, sessionID string) string {
+	return "http://" + c.Request().Host + "/guest/?s=" + sessionID
+}

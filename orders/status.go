@@ -1,0 +1,244 @@
+package orders
+
+import (
+	"errors"
+
+	"masterorder/kv"
+	"masterorder/orders/store"
+	"masterorder/raftfsm"
+)
+
+var errOrderIDsExhausted = errors.New("no free order id")
+
+var statusRank = map[string]int{store.StatusAccepted: 0, store.StatusCooking: 1, store.StatusReady: 2, store.StatusServed: 3}
+
+// validTransition: forward (steps may be skipped), one step back for a
+// kitchen recall, or CANCELLED before SERVED.
+func validTransition(from, to string) bool {
+	if to == store.StatusCancelled {
+		return from != store.StatusServed && from != store.StatusCancelled
+	}
+	f, okFrom := statusRank[from]
+	t, okTo := statusRank[to]
+	if !okFrom || !okTo {
+		return false
+	}
+	return t > f || t == f-1
+}
+
+type setOrderStatusCmd struct {
+	OrderID int64  `json:"orderId"`
+	Status  string `json:"status"`
+	Node    string `json:"node"`
+}
+
+func applySetOrderStatus(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c setOrderStatusCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	o, found, err := store.GetOrder(ctx.SQL, c.OrderID)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return reject(404, "ORDER_NOT_FOUND")
+	}
+	if !validTransition(o.Status, c.Status) {
+		return reject(409, "INVALID_TRANSITION")
+	}
+	if c.Status == store.StatusCancelled {
+		// Cancelling puts the order's stock back (tracked skus only).
+		for _, it := range o.Items {
+			if err := store.AddStock(ctx.SQL, it.MenuID, int64(it.Quantity)); err != nil {
+				return nil, err
+			}
+			for _, t := range it.Toppings {
+				if err := store.AddStock(ctx.SQL, t.ToppingID, int64(it.Quantity)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := store.SetOrderStatus(ctx.SQL, c.OrderID, c.Status, ctx.WallTime); err != nil {
+		return nil, err
+	}
+	if err := store.InsertOutbox(ctx.SQL, c.OrderID, store.OutboxUpsert); err != nil {
+		return nil, err
+	}
+	o.Status, o.UpdatedAt = c.Status, store.FormatTime(ctx.WallTime)
+	emitOrder(ctx, "order.updated", o)
+	return ok(o)
+}
+
+// ---- checkout ----
+
+type checkoutCmd struct {
+	SessionID string `json:"sessionId"`
+	LockTTLms int64  `json:"lockTtlMs,omitempty"`
+	Node      string `json:"node"`
+}
+
+type checkoutState struct {
+	SessionID string        `json:"sessionId"`
+	TableID   string        `json:"tableId"`
+	Locked    bool          `json:"locked"`
+	ExpiresAt *int64        `json:"lockExpiresAt,omitempty"`
+	Total     int64         `json:"total"`
+	Orders    []store.Order `json:"orders"`
+}
+
+// activeSession loads a session for a checkout step.
+func activeSession(ctx *raftfsm.ApplyContext, id string) (store.Session, []byte, error) {
+	s, found, err := store.GetSession(ctx.SQL, id)
+	if err != nil {
+		return s, nil, err
+	}
+	if !found {
+		out, err := reject(404, "SESSION_NOT_FOUND")
+		return s, out, err
+	}
+	if s.Status != store.SessionActive {
+		out, err := reject(410, "SESSION_CLOSED")
+		return s, out, err
+	}
+	return s, nil, nil
+}
+
+func bill(ctx *raftfsm.ApplyContext, s store.Session) (checkoutState, error) {
+	orders, err := store.SessionOrdersOldestFirst(ctx.SQL, s.SessionID)
+	if err != nil {
+		return checkoutState{}, err
+	}
+	st := checkoutState{SessionID: s.SessionID, TableID: s.TableID, Orders: orders}
+	for _, o := range orders {
+		if o.Status != store.StatusCancelled {
+			st.Total += o.TotalPrice
+		}
+	}
+	return st, nil
+}
+
+// applyCheckoutBegin takes lock:session:{id}; beginning again while held
+// answers the same bill (a staff double tap is not an error).
+func applyCheckoutBegin(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c checkoutCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	s, out, err := activeSession(ctx, c.SessionID)
+	if out != nil || err != nil {
+		return out, err
+	}
+	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
+	if !t.Has(keySessionLock(c.SessionID)) {
+		if err := t.Put(keySessionLock(c.SessionID), []byte("checkout"), msDuration(c.LockTTLms)); err != nil {
+			return nil, err
+		}
+	}
+	e, _ := t.Get(keySessionLock(c.SessionID))
+	st, err := bill(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	st.Locked, st.ExpiresAt = true, &e.ExpiresAt
+	return ok(st)
+}
+
+func applyCheckoutCancel(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c checkoutCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	s, out, err := activeSession(ctx, c.SessionID)
+	if out != nil || err != nil {
+		return out, err
+	}
+	if _, err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Delete(keySessionLock(c.SessionID)); err != nil {
+		return nil, err
+	}
+	st, err := bill(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return ok(st)
+}
+
+type checkoutDone struct {
+	SessionID string        `json:"sessionId"`
+	Total     int64         `json:"total"`
+	Orders    []store.Order `json:"orders"`
+}
+
+// applyCheckout closes the session, drops its keys and cached results, and
+// takes its orders out of the cloud's active collection.
+func applyCheckout(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c checkoutCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	s, out, err := activeSession(ctx, c.SessionID)
+	if out != nil || err != nil {
+		return out, err
+	}
+	st, err := bill(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.CloseSession(ctx.SQL, c.SessionID, ctx.WallTime); err != nil {
+		return nil, err
+	}
+	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
+	for _, p := range sessionPrefixes(c.SessionID) {
+		if _, err := t.DeletePrefix(p); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := t.Delete(keySessionLock(c.SessionID)); err != nil {
+		return nil, err
+	}
+	for _, o := range st.Orders {
+		if err := store.InsertOutbox(ctx.SQL, o.OrderID, store.OutboxDelete); err != nil {
+			return nil, err
+		}
+	}
+	if err := store.InsertAudit(ctx.SQL, store.Audit{At: ctx.WallTime, SessionID: c.SessionID, ReasonCode: "CHECKED_OUT", Node: c.Node}); err != nil {
+		return nil, err
+	}
+	ctx.Emit("session.closed", mustJSON(map[string]string{"type": "session.closed", "sessionId": s.SessionID, "tableId": s.TableID}))
+	return ok(checkoutDone{SessionID: s.SessionID, Total: st.Total, Orders: st.Orders})
+}
+
+// ---- housekeeping ----
+
+type housekeepingCmd struct {
+	ArchiveBeforeWall int64 `json:"archiveBeforeWall"`
+	AuditBeforeWall   int64 `json:"auditBeforeWall"`
+	Limit             int   `json:"limit"`
+}
+
+// applyHousekeeping moves closed sessions' orders into the archive and
+// prunes old audit rows, in bounded steps, so a box that runs for years
+// keeps a bounded live database.
+func applyHousekeeping(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c housekeepingCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if c.Limit <= 0 || c.Limit > 10000 {
+		c.Limit = 1000
+	}
+	n, err := store.ArchiveClosed(ctx.SQL, ctx.WallTime, c.Limit)
+	if err != nil {
+		return nil, err
+	}
+	pruned, err := store.PruneAudit(ctx.SQL, c.AuditBeforeWall, c.Limit)
+	if err != nil {
+		return nil, err
+	}
+	archPruned, err := store.PruneArchive(ctx.SQL, c.ArchiveBeforeWall, c.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return ok(map[string]int64{"archived": n, "auditPruned": pruned, "archivePruned": archPruned})
+}

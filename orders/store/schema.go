@@ -1,0 +1,134 @@
+// Package store is the domain data in SQLite: the schema and its
+// migrations, row types, and the queries both Apply and local reads use.
+package store
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// migrations run in order; each is applied once and recorded in
+// schema_version, inside the FSM's migration transaction, so every node
+// (and every restored snapshot) ends at the same schema.
+var migrations = []string{
+	// 1: catalog, stock, tables and sessions, orders, audit, outbox.
+	`CREATE TABLE menu_items (
+		menu_id    TEXT PRIMARY KEY,
+		name       TEXT NOT NULL,
+		name_en    TEXT NOT NULL DEFAULT '',
+		category   TEXT NOT NULL DEFAULT '',
+		price      INTEGER NOT NULL CHECK (price >= 0),
+		available  INTEGER NOT NULL DEFAULT 1,
+		sort_order INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE TABLE toppings (
+		topping_id TEXT PRIMARY KEY,
+		name       TEXT NOT NULL,
+		name_en    TEXT NOT NULL DEFAULT '',
+		price      INTEGER NOT NULL CHECK (price >= 0)
+	);
+	CREATE TABLE menu_toppings (
+		menu_id    TEXT NOT NULL,
+		topping_id TEXT NOT NULL,
+		position   INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (menu_id, topping_id)
+	);
+	-- a sku without a row is not tracked
+	CREATE TABLE stock (
+		sku      TEXT PRIMARY KEY,
+		quantity INTEGER NOT NULL CHECK (quantity >= 0)
+	);
+	CREATE TABLE tables (
+		table_id   TEXT PRIMARY KEY,
+		created_at INTEGER NOT NULL
+	);
+	CREATE TABLE sessions (
+		session_id  TEXT PRIMARY KEY,
+		table_id    TEXT NOT NULL,
+		pin         TEXT NOT NULL,
+		status      TEXT NOT NULL,
+		opened_at   INTEGER NOT NULL,
+		closed_at   INTEGER
+	);
+	CREATE INDEX sessions_status ON sessions(status, opened_at);
+	CREATE TABLE orders (
+		order_id    INTEGER PRIMARY KEY,
+		seq         INTEGER NOT NULL,
+		session_id  TEXT NOT NULL,
+		table_id    TEXT NOT NULL,
+		status      TEXT NOT NULL,
+		items       TEXT NOT NULL,
+		total_price INTEGER NOT NULL,
+		created_at  INTEGER NOT NULL,
+		updated_at  INTEGER NOT NULL,
+		request_id  TEXT,
+		client_id   TEXT,
+		source      TEXT NOT NULL
+	);
+	CREATE INDEX orders_session ON orders(session_id, seq);
+	CREATE INDEX orders_status ON orders(status, seq);
+	CREATE INDEX orders_request ON orders(request_id);
+	CREATE TABLE audit (
+		id                INTEGER PRIMARY KEY,
+		at                INTEGER NOT NULL,
+		request_id        TEXT,
+		client_id         TEXT,
+		session_id        TEXT,
+		order_id          INTEGER,
+		reason_code       TEXT NOT NULL,
+		idempotent_replay INTEGER NOT NULL DEFAULT 0,
+		node              TEXT NOT NULL DEFAULT '',
+		detail            TEXT NOT NULL DEFAULT ''
+	);
+	CREATE TABLE outbox (
+		seq      INTEGER PRIMARY KEY,
+		order_id INTEGER NOT NULL,
+		op       TEXT NOT NULL
+	);`,
+	// 2: closed sessions' orders move here, so the live tables stay small.
+	`CREATE TABLE orders_archive (
+		order_id    INTEGER PRIMARY KEY,
+		seq         INTEGER NOT NULL,
+		session_id  TEXT NOT NULL,
+		table_id    TEXT NOT NULL,
+		status      TEXT NOT NULL,
+		items       TEXT NOT NULL,
+		total_price INTEGER NOT NULL,
+		created_at  INTEGER NOT NULL,
+		updated_at  INTEGER NOT NULL,
+		request_id  TEXT,
+		client_id   TEXT,
+		source      TEXT NOT NULL,
+		archived_at INTEGER NOT NULL
+	);
+	CREATE INDEX orders_archive_session ON orders_archive(session_id, seq);`,
+}
+
+// SchemaVersion is the version this build migrates to.
+var SchemaVersion = len(migrations)
+
+// Migrate brings the schema up to date inside tx.
+func Migrate(tx *sql.Tx) error {
+	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_version: %w", err)
+	}
+	var v int
+	if err := tx.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this build (%d): upgrade the binary", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.Exec(migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.Exec(`DELETE FROM schema_version`); err != nil {
+			return fmt.Errorf("record migration %d: %w", i+1, err)
+		}
+		if _, err := tx.Exec(`INSERT INTO schema_version(version) VALUES (?)`, i+1); err != nil {
+			return fmt.Errorf("record migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
