@@ -49,21 +49,21 @@ type Node struct {
 	opts Options
 	log  *slog.Logger
 
-	fsm       *raftfsm.FSM
-	raft      *raft.Raft
-	logStore  *raftboltdb.BoltStore
-	trans     *raft.NetworkTransport
+	fsm           *raftfsm.FSM
+	raft          *raft.Raft
+	logStore      *raftboltdb.BoltStore
+	trans         *raft.NetworkTransport
 	closeRaftPort func()
-	internal  *http.Server
-	peerHTTP  *http.Client
-	echo      *echo.Echo
-	httpLn    net.Listener
-	kv        kv.Client
-	clock     leaderClock
-	ready     atomic.Bool // leader: barrier done and clock set
-	workersMu sync.Mutex
-	workers   []worker
-	probe     peerProbe
+	internal      *http.Server
+	peerHTTP      *http.Client
+	echo          *echo.Echo
+	httpLn        net.Listener
+	kv            kv.Client
+	clock         leaderClock
+	ready         atomic.Bool // leader: barrier done and clock set
+	workersMu     sync.Mutex
+	workers       []worker
+	probe         peerProbe
 
 	extrasMu    sync.Mutex
 	cloudStatus func() any

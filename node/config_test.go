@@ -1,0 +1,59 @@
+package node
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	raw, err := os.ReadFile("../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example leaves the secrets empty on purpose; fill them to load.
+	s := strings.Replace(string(raw), `password_hash = ""`, `password_hash = "$2a$10$abcdefghijklmnopqrstuv"`, 1)
+	s = strings.Replace(s, `token_secret = ""`, `token_secret = "`+strings.Repeat("ab", 32)+`"`, 1)
+	cfg, err := ParseConfig([]byte(s))
+	if err != nil {
+		t.Fatalf("example config: %v", err)
+	}
+	if cfg.Admission.Cooldown.Seconds() != 3 || len(cfg.Peers) != 3 {
+		t.Fatalf("unexpected values: %+v", cfg.Admission)
+	}
+}
+
+func TestBadConfigNamesTheSetting(t *testing.T) {
+	base := `node_id = "a"
+data_dir = "/tmp/x"
+http_addr = "127.0.0.1:8080"
+raft_addr = "127.0.0.1:9080"
+cluster_secret = "0123456789abcdef0123"
+[[peers]]
+id = "a"
+raft_addr = "127.0.0.1:9080"
+http_addr = "127.0.0.1:8080"
+[staff]
+password_hash = "x"
+token_secret = "` + strings.Repeat("ab", 32) + `"
+`
+	if _, err := ParseConfig([]byte(base)); err != nil {
+		t.Fatalf("base config: %v", err)
+	}
+	cases := map[string]string{
+		"node_id":             strings.Replace(base, `node_id = "a"`, `node_id = "a b"`, 1),
+		"http_addr":           strings.Replace(base, `http_addr = "127.0.0.1:8080"`, `http_addr = "nope"`, 1),
+		"admission.cooldown":  base + "[admission]\ncooldown = \"soon\"\n",
+		"bogus":               base + "bogus = 1\n",
+		"peers":               strings.Replace(base, `id = "a"`, `id = "z"`, 1),
+		"staff.password_hash": strings.Replace(base, `password_hash = "x"`, `password_hash = ""`, 1),
+	}
+	for setting, raw := range cases {
+		_, err := ParseConfig([]byte(raw))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Setting, setting) {
+			t.Errorf("%s: got %v", setting, err)
+		}
+	}
+}
