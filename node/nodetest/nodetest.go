@@ -42,7 +42,7 @@ func Configs(t testing.TB, n int, dir string) []node.Config {
 		c.DataDir = filepath.Join(dir, "data-"+p.ID)
 		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
 		c.ClusterSecret = "test-cluster-secret-0123456789"
-		c.Staff.TokenSecret = "test-token-secret-0123456789"
+		c.Staff.TokenSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 		c.Demo = true
 		c.Peers = append([]node.Peer(nil), peers...)
 		cfgs = append(cfgs, c)
