@@ -46,7 +46,15 @@ func (n *Node) FSMNow() int64 {
 	if t, ok := n.clock.stamp(); ok {
 		return t
 	}
-	return n.fsm.Now()
+	cur := n.fsm.Now()
+	n.seen.Lock()
+	defer n.seen.Unlock()
+	if cur != n.seen.fsm {
+		n.seen.fsm, n.seen.at = cur, time.Now()
+	}
+	// Between commands a follower's FSM time moves on with its own
+	// monotonic clock, so token expiry and lock listings stay current.
+	return cur + time.Since(n.seen.at).Milliseconds()
 }
 
 // worker is a leader-only background job.
@@ -103,6 +111,13 @@ func (n *Node) watchLeadership() {
 			}
 			n.clock.reset(base)
 			n.ready.Store(true)
+			// Stamp the new term's FSM time into the log at once, so every
+			// follower's clock is current before the first real write.
+			go func() {
+				if _, err := n.kv.Expire(n.ctx, 1000); err != nil {
+					n.log.Debug("first stamp after election", "error", err)
+				}
+			}()
 			n.log.Info("leader ready", "term", n.raft.CurrentTerm(), "fsmTime", base)
 			ctx, cancel := context.WithCancel(n.ctx)
 			cancelWorkers = cancel

@@ -65,6 +65,12 @@ type Node struct {
 	workers       []worker
 	probe         peerProbe
 
+	seen struct {
+		sync.Mutex
+		fsm int64
+		at  time.Time
+	}
+
 	extrasMu    sync.Mutex
 	cloudStatus func() any
 

@@ -78,6 +78,11 @@ func (s *Service) login(c echo.Context) error {
 		return s.fail(c, http.StatusUnauthorized, "INVALID_PASSWORD", 0, nil)
 	}
 	s.limiter.Success(addr)
+	// Tokens expire on FSM time: catch up first so this node's clock is
+	// the cluster's.
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return s.failErr(c, err)
+	}
 	token, _, expires := s.auth.Issuer().Issue()
 	if err := s.auth.SetLoginCookies(c, token, expires); err != nil {
 		return s.failErr(c, err)

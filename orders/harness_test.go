@@ -1,0 +1,263 @@
+package orders_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"masterorder/node"
+	"masterorder/node/nodetest"
+	"masterorder/node/staffauth"
+	"masterorder/orders"
+)
+
+const staffPassword = "pw-for-tests"
+
+var (
+	hashOnce sync.Once
+	pwHash   string
+)
+
+func passwordHash(t testing.TB) string {
+	hashOnce.Do(func() {
+		h, err := staffauth.HashPassword(staffPassword)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pwHash = h
+	})
+	return pwHash
+}
+
+// store is a running 3-node cluster with the domain attached.
+type store struct {
+	t     testing.TB
+	c     *nodetest.Cluster
+	svcs  []*orders.Service
+	token string
+	http  *http.Client
+}
+
+func startStore(t testing.TB, n int, mutate func(i int, c *node.Config)) *store {
+	t.Helper()
+	s := &store{t: t, svcs: make([]*orders.Service, n), http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	hash := passwordHash(t)
+	s.c = nodetest.Start(t, n, mutate, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
+		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: hash})
+		if err != nil {
+			t.Fatalf("attach: %v", err)
+		}
+		s.svcs[i] = svc
+	})
+	s.token = s.login(0)
+	return s
+}
+
+func (s *store) url(i int) string { return "http://" + s.c.Configs[i].HTTPAddr }
+
+type resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r resp) json(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+func (r resp) reason(t testing.TB) string {
+	var e struct {
+		ReasonCode string `json:"reasonCode"`
+	}
+	json.Unmarshal(r.Body, &e)
+	return e.ReasonCode
+}
+
+func (s *store) do(i int, method, path string, hdr map[string]string, body any) resp {
+	s.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, s.url(i)+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := s.http.Do(req)
+	if err != nil {
+		return resp{Status: -1, Body: []byte(err.Error())}
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+func (s *store) login(i int) string {
+	s.t.Helper()
+	r := s.do(i, "POST", "/api/staff/login", nil, map[string]string{"password": staffPassword})
+	if r.Status != 200 {
+		s.t.Fatalf("login: %d %s", r.Status, r.Body)
+	}
+	var out struct{ Token string }
+	r.json(s.t, &out)
+	return out.Token
+}
+
+func (s *store) staff(i int, method, path string, body any) resp {
+	s.t.Helper()
+	return s.do(i, method, path, map[string]string{"Authorization": "Bearer " + s.token}, body)
+}
+
+func (s *store) mustStaff(i int, method, path string, body any) resp {
+	s.t.Helper()
+	r := s.staff(i, method, path, body)
+	if r.Status != 200 {
+		s.t.Fatalf("%s %s on node %d: %d %s", method, path, i, r.Status, r.Body)
+	}
+	return r
+}
+
+// seedMenu: ramen 900 (egg 120, nori 80), gyoza 450 with stock 10, tea 300.
+func (s *store) seedMenu() {
+	s.t.Helper()
+	s.mustStaff(0, "PUT", "/api/staff/menu/ramen", map[string]any{"name": "醤油ラーメン", "nameEn": "Shoyu ramen", "category": "noodles", "price": 900,
+		"toppings": []map[string]any{{"toppingId": "egg", "name": "味玉", "price": 120}, {"toppingId": "nori", "name": "海苔", "price": 80}}})
+	s.mustStaff(1, "PUT", "/api/staff/menu/gyoza", map[string]any{"name": "餃子", "category": "sides", "price": 450})
+	s.mustStaff(2, "PUT", "/api/staff/menu/tea", map[string]any{"name": "烏龍茶", "category": "drinks", "price": 300})
+	s.mustStaff(0, "PUT", "/api/staff/stock/gyoza", map[string]any{"quantity": 10})
+}
+
+type session struct {
+	ID, PIN, Table string
+}
+
+func (s *store) openSession(table string) session {
+	s.t.Helper()
+	r := s.mustStaff(1, "POST", "/api/staff/sessions", map[string]string{"tableId": table})
+	var out struct {
+		SessionID, PIN, TableID, GuestURL string
+	}
+	r.json(s.t, &out)
+	if out.SessionID == "" || len(out.PIN) != 4 {
+		s.t.Fatalf("open session: %s", r.Body)
+	}
+	return session{ID: out.SessionID, PIN: out.PIN, Table: table}
+}
+
+func newKey() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func newClient() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return fmt.Sprintf("guest-%x", b)
+}
+
+type guest struct {
+	s      *store
+	sess   session
+	client string
+}
+
+func (s *store) guest(sess session) *guest { return &guest{s: s, sess: sess, client: newClient()} }
+
+func (g *guest) order(node int, key string, body any) resp {
+	g.s.t.Helper()
+	return g.s.do(node, "POST", "/api/guest/sessions/"+g.sess.ID+"/orders", map[string]string{
+		"Idempotency-Key": key, "X-MasterOrder-Client-Id": g.client, "X-Session-PIN": g.sess.PIN}, body)
+}
+
+func (g *guest) history(node int, query string) []orderView {
+	g.s.t.Helper()
+	r := g.s.do(node, "GET", "/api/guest/sessions/"+g.sess.ID+"/orders"+query, map[string]string{"X-Session-PIN": g.sess.PIN}, nil)
+	if r.Status != 200 {
+		g.s.t.Fatalf("history on node %d: %d %s", node, r.Status, r.Body)
+	}
+	var out struct{ Orders []orderView }
+	r.json(g.s.t, &out)
+	return out.Orders
+}
+
+type orderView struct {
+	OrderID    int64   `json:"orderId"`
+	SessionID  string  `json:"sessionId"`
+	TableID    string  `json:"tableId"`
+	Status     string  `json:"status"`
+	TotalPrice int64   `json:"totalPrice"`
+	RequestID  *string `json:"requestId"`
+	Source     string  `json:"source"`
+	Items      []struct {
+		MenuID    string `json:"menuId"`
+		Quantity  int    `json:"quantity"`
+		UnitPrice int64  `json:"unitPrice"`
+		LineTotal int64  `json:"lineTotal"`
+		Toppings  []struct {
+			ToppingID string `json:"toppingId"`
+		} `json:"toppings"`
+	} `json:"items"`
+}
+
+type success struct {
+	RequestID        string `json:"requestId"`
+	Allowed          bool   `json:"allowed"`
+	OrderID          int64  `json:"orderId"`
+	Status           string `json:"status"`
+	TotalPrice       int64  `json:"totalPrice"`
+	IdempotentReplay bool   `json:"idempotentReplay"`
+}
+
+func cart(lines ...map[string]any) map[string]any { return map[string]any{"items": lines} }
+
+func line(menu string, qty int, toppings ...string) map[string]any {
+	if toppings == nil {
+		toppings = []string{}
+	}
+	return map[string]any{"menuId": menu, "quantity": qty, "toppings": toppings}
+}
+
+func (s *store) stock(node int, sku string) *int64 {
+	s.t.Helper()
+	r := s.mustStaff(node, "GET", "/api/staff/stock", nil)
+	var out struct {
+		Stock []struct {
+			SKU      string `json:"sku"`
+			Quantity *int64 `json:"quantity"`
+		} `json:"stock"`
+	}
+	r.json(s.t, &out)
+	for _, l := range out.Stock {
+		if l.SKU == sku {
+			return l.Quantity
+		}
+	}
+	s.t.Fatalf("sku %s not listed", sku)
+	return nil
+}
