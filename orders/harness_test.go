@@ -59,6 +59,16 @@ func startStore(t testing.TB, n int, mutate func(i int, c *node.Config)) *store 
 	return s
 }
 
+// running returns node i if it runs, else the next one that does.
+func (s *store) running(i int) int {
+	for k := 0; k < len(s.c.Nodes); k++ {
+		if j := (i + k) % len(s.c.Nodes); s.c.Nodes[j] != nil {
+			return j
+		}
+	}
+	return i
+}
+
 func (s *store) url(i int) string { return "http://" + s.c.Configs[i].HTTPAddr }
 
 type resp struct {
@@ -156,7 +166,7 @@ type session struct {
 
 func (s *store) openSession(table string) session {
 	s.t.Helper()
-	r := s.mustStaff(1, "POST", "/api/staff/sessions", map[string]string{"tableId": table})
+	r := s.mustStaff(s.running(1), "POST", "/api/staff/sessions", map[string]string{"tableId": table})
 	var out struct {
 		SessionID, PIN, TableID, GuestURL string
 	}
