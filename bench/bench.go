@@ -22,6 +22,7 @@ type runner struct {
 	token   string
 	items   []menuItem
 	tables  []*table
+	stock   map[string]int // tracked sku → quantity set at setup
 
 	verifyClientID string // client id of setup and verification reads
 

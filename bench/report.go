@@ -116,6 +116,12 @@ type Report struct {
 	// about, by order id (JSON only; for cross-checks such as the kitchen
 	// stream).
 	AcknowledgedOrders []AckedOrder `json:"acknowledgedOrders"`
+
+	// InitialStock is the quantity setup gave each tracked sku of the
+	// run's menu, and SessionIDs the run's table sessions (JSON only; for
+	// cross-checks such as stock = initial − ordered).
+	InitialStock map[string]int `json:"initialStock"`
+	SessionIDs   []string       `json:"sessionIds"`
 }
 
 // OK reports whether the store passed: no duplicates, nothing lost, and
@@ -161,6 +167,11 @@ func (r *runner) report(elapsed time.Duration, interrupted bool, v *verifyResult
 			LostResponses: int(r.lostInjected.Load()),
 			AbandonedTaps: int(r.abandonTaps.Load()),
 		},
+	}
+	rep.InitialStock = cloneMap(r.stock)
+	rep.SessionIDs = make([]string, 0, len(r.tables))
+	for _, t := range r.tables {
+		rep.SessionIDs = append(rep.SessionIDs, t.sessionID)
 	}
 	rep.AcknowledgedOrders = []AckedOrder{}
 	seen := map[int64]bool{}

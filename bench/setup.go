@@ -145,6 +145,7 @@ func (r *runner) setup(ctx context.Context) error {
 	r.token = login.Token
 
 	stockQty := r.stockQuantity()
+	r.stock = map[string]int{}
 	for _, it := range r.items {
 		toppings := make([]map[string]any, 0, len(it.Toppings))
 		for _, tp := range it.Toppings {
@@ -165,6 +166,9 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		if err := r.staffCall(ctx, http.MethodPut, "/api/staff/stock/"+url.PathEscape(sku), map[string]any{"quantity": q}, nil); err != nil {
 			return fmt.Errorf("stock %s: %w", sku, err)
+		}
+		if tracked {
+			r.stock[sku] = stockQty
 		}
 		return nil
 	}
