@@ -1,0 +1,354 @@
+// Package emulatortest runs the real Cloud Firestore emulator for tests.
+//
+// The emulator is the one the Debian package google-cloud-cli-firestore-emulator
+// installs (see .ci/firestore-emulator.sh). Its launcher is found under the
+// Cloud SDK root that `gcloud info` reports; FIRESTORE_EMULATOR_LAUNCHER
+// overrides the path. When the emulator is missing the test is skipped with
+// a message saying why, except when CI=true, where it fails instead.
+//
+// Each emulator listens on 127.0.0.1 only, on a free port, keeps its data in
+// memory, and is killed with its whole process group when stopped (the
+// launcher is a shell script that starts java); it is also killed if the
+// test binary dies without cleaning up.
+//
+//	e := emulatortest.New(t)            // started; stopped by t.Cleanup
+//	cfg.EmulatorHost = e.HostPort()
+//	e.Stop()                            // simulate "no internet"
+//	if err := e.Restart(); err != nil { // same port, empty data
+//		t.Fatal(err)
+//	}
+//
+// or, when only the address is needed:
+//
+//	hostPort, stop := emulatortest.Start(t)
+//
+// Tests that neither stop nor restart it can share one emulator per test
+// binary (it saves a JVM start per test; use a fresh collection per test):
+//
+//	e := emulatortest.Shared(t)
+//	func TestMain(m *testing.M) { code := m.Run(); emulatortest.StopShared(); os.Exit(code) }
+package emulatortest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ReadyTimeout is how long Start waits for the emulator to answer "Ok".
+const ReadyTimeout = 60 * time.Second
+
+const relLauncher = "platform/cloud-firestore-emulator/cloud_firestore_emulator"
+
+// Emulator is one running (or stopped) emulator process on a fixed port.
+type Emulator struct {
+	launcher string
+	port     int
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when cmd has been waited for
+	output  *lockedBuffer
+	stopped bool
+}
+
+// Start starts an emulator and returns its "127.0.0.1:PORT" address and a
+// function that stops it (safe to call more than once; it also runs at the
+// end of the test).
+func Start(t testing.TB) (hostPort string, stop func()) {
+	t.Helper()
+	e := New(t)
+	return e.HostPort(), e.Stop
+}
+
+// ErrNotInstalled is wrapped by the errors of Launch and Launcher when the
+// emulator (or java, or gcloud) is missing.
+var ErrNotInstalled = errors.New("firestore emulator not installed")
+
+// New starts an emulator on a free loopback port. It is stopped when the
+// test ends.
+func New(t testing.TB) *Emulator {
+	t.Helper()
+	e, err := Launch()
+	if err != nil {
+		skipOrFail(t, err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
+// Launch starts an emulator on a free loopback port, for use outside a test
+// (TestMain, a benchmark harness). The caller must Stop it.
+func Launch() (*Emulator, error) {
+	launcher, err := Launcher()
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ { // a free port can be taken between probing and binding
+		port, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("emulatortest: finding a free port: %w", err)
+		}
+		e := &Emulator{launcher: launcher, port: port}
+		err = e.start()
+		if err == nil {
+			return e, nil
+		}
+		if attempt == 3 {
+			return nil, fmt.Errorf("emulatortest: %w", err)
+		}
+	}
+}
+
+var shared struct {
+	mu  sync.Mutex
+	emu *Emulator
+	err error
+}
+
+// Shared returns the emulator shared by the tests of this test binary,
+// starting it on first use. Do not Stop or Restart it; call StopShared from
+// TestMain (if you do not, it dies with the test binary anyway).
+func Shared(t testing.TB) *Emulator {
+	t.Helper()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.emu == nil && shared.err == nil {
+		shared.emu, shared.err = Launch()
+	}
+	if shared.err != nil {
+		skipOrFail(t, shared.err)
+	}
+	return shared.emu
+}
+
+// StopShared stops the emulator Shared started, if any.
+func StopShared() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.emu != nil {
+		shared.emu.Stop()
+		shared.emu = nil
+	}
+}
+
+func skipOrFail(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case !errors.Is(err, ErrNotInstalled):
+		t.Fatalf("%v", err)
+	case os.Getenv("CI") == "true":
+		t.Fatalf("the Firestore emulator is required in CI: %v (install it with .ci/firestore-emulator.sh)", err)
+	default:
+		t.Skipf("skipping: %v (install it with .ci/firestore-emulator.sh)", err)
+	}
+}
+
+// HostPort is "127.0.0.1:PORT", the value for an emulator_host setting.
+func (e *Emulator) HostPort() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.port))
+}
+
+// Stop kills the emulator and its children and waits for them. Data kept by
+// the emulator is lost. Stopping a stopped emulator does nothing.
+func (e *Emulator) Stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopLocked()
+}
+
+// Restart stops the emulator if it runs and starts it again on the same
+// port, with no data.
+func (e *Emulator) Restart() error {
+	e.Stop()
+	var err error
+	for range 3 { // the port can linger for a moment after the kill
+		if err = e.start(); err == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("emulatortest: restarting on port %d: %w", e.port, err)
+}
+
+// Output is what the emulator printed so far (for failure messages).
+func (e *Emulator) Output() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.output == nil {
+		return ""
+	}
+	return e.output.String()
+}
+
+func (e *Emulator) start() error {
+	out := &lockedBuffer{}
+	cmd := exec.Command(e.launcher, "start", "--host=127.0.0.1", "--port="+strconv.Itoa(e.port))
+	cmd.Stdout = out
+	cmd.Stderr = out
+	// The launcher runs "$JAVA ... CloudFirestore start" as a child of a
+	// shell. "exec java" makes the shell become java, so the death signal
+	// below reaches java itself if the test binary dies without cleanup
+	// (for example on a go test -timeout panic).
+	java := os.Getenv("JAVA")
+	if java == "" {
+		java = "java"
+	}
+	cmd.Env = append(os.Environ(), "JAVA=exec "+java)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", e.launcher, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+
+	e.mu.Lock()
+	e.cmd, e.done, e.output, e.stopped = cmd, done, out, false
+	e.mu.Unlock()
+
+	if err := waitReady(e.HostPort(), done, ReadyTimeout); err != nil {
+		e.Stop()
+		return fmt.Errorf("%w; emulator output:\n%s", err, tail(out.String(), 2000))
+	}
+	return nil
+}
+
+func (e *Emulator) stopLocked() {
+	if e.cmd == nil || e.stopped {
+		return
+	}
+	e.stopped = true
+	// Negative pid: the whole process group (the launcher shell and java).
+	_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-e.done:
+	case <-time.After(10 * time.Second): // cannot happen short of a kernel problem
+	}
+}
+
+func waitReady(hostPort string, exited <-chan struct{}, timeout time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	url := "http://" + hostPort + "/"
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(body)) == "Ok" {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("emulator on %s exited before it was ready", hostPort)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("emulator on %s did not answer Ok within %v", hostPort, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var (
+	launcherOnce sync.Once
+	launcherPath string
+	launcherErr  error
+)
+
+// Launcher returns the path of cloud_firestore_emulator, or an error that
+// says what is missing. The result is computed once per test binary.
+func Launcher() (string, error) {
+	launcherOnce.Do(func() { launcherPath, launcherErr = findLauncher() })
+	return launcherPath, launcherErr
+}
+
+func findLauncher() (string, error) {
+	if p := os.Getenv("FIRESTORE_EMULATOR_LAUNCHER"); p != "" {
+		if !isExecutable(p) {
+			return "", fmt.Errorf("%w: FIRESTORE_EMULATOR_LAUNCHER=%s is not an executable file", ErrNotInstalled, p)
+		}
+		return p, nil
+	}
+	java := os.Getenv("JAVA")
+	if java == "" {
+		java = "java"
+	}
+	if _, err := exec.LookPath(java); err != nil {
+		return "", fmt.Errorf("%w: java not found (the emulator needs a JRE): %v", ErrNotInstalled, err)
+	}
+	gcloud, err := exec.LookPath("gcloud")
+	if err != nil {
+		return "", fmt.Errorf("%w: gcloud not found on PATH (Debian packages google-cloud-cli and google-cloud-cli-firestore-emulator)", ErrNotInstalled)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, gcloud, "info", "--format=value(installation.sdk_root)").Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: gcloud info failed: %v", ErrNotInstalled, err)
+	}
+	root := strings.TrimSpace(string(out))
+	if root == "" {
+		return "", fmt.Errorf("%w: gcloud info printed no installation.sdk_root", ErrNotInstalled)
+	}
+	p := filepath.Join(root, relLauncher)
+	if !isExecutable(p) {
+		return "", fmt.Errorf("%w: %s is missing (Debian package google-cloud-cli-firestore-emulator)", ErrNotInstalled, p)
+	}
+	return p, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 1<<20 { // keep memory bounded on chatty runs
+		l.b.Reset()
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
