@@ -223,6 +223,7 @@ const WITH_NAV = ['menu', 'cart', 'done', 'history'];
 
 function showScreen(name) {
   state.screen = name;
+  show('#toast', false);
   for (const s of SCREENS) show('#screen-' + s, s === name);
   show('#bottom-nav', WITH_NAV.includes(name));
   for (const [id, scr] of [

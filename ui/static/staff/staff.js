@@ -64,14 +64,16 @@ function createTablesPage() {
     $('#session-pin').textContent = s.pin || '—';
     // same-origin image: the login cookie authorizes it (no headers on <img>)
     $('#session-qr').src = '/api/staff/qr?text=' + encodeURIComponent(url);
+    show('#session-qr', true);
     $('#session-url').textContent = url;
     $('#session-url').href = url;
     $('#session-id').textContent = s.sessionId;
     setError('#session-error', '');
     if (!sameSession) {
-      show('#checkout-panel', false);
+      showCheckout(false);
       show('#checkout-result', false);
     }
+    show('#checkout-begin', $('#checkout-panel').hidden);
     show('#session-detail', true);
   }
 
@@ -98,6 +100,11 @@ function createTablesPage() {
     }
   }
 
+  function showCheckout(on) {
+    show('#checkout-panel', on);
+    show('#checkout-begin', !on);
+  }
+
   function sessionPath(s) {
     return '/api/staff/sessions/' + encodeURIComponent(s.sessionId);
   }
@@ -117,7 +124,7 @@ function createTablesPage() {
       setError('#session-error', e.message);
     }
     $('#checkout-status').textContent = T.t('staff.checkout.locked');
-    show('#checkout-panel', true);
+    showCheckout(true);
     await loadBill(s, begun);
   }
 
@@ -196,10 +203,11 @@ function createTablesPage() {
       const result = $('#checkout-result');
       result.textContent = T.t('staff.checkout.done', { table: s.tableId, total: yen(r && r.total), n });
       result.dataset.total = String(r && r.total);
-      show('#checkout-panel', false);
+      showCheckout(false);
+      show('#checkout-begin', false); // the table is closed
       show('#checkout-result', true);
       setError('#session-error', '');
-      $('#session-qr').removeAttribute('src');
+      show('#session-qr', false);
       await load();
     } catch (e) {
       if (e.status !== 401) setError('#session-error', e.message);
@@ -211,7 +219,7 @@ function createTablesPage() {
     if (!s) return;
     try {
       await api.post(sessionPath(s) + '/checkout/cancel');
-      show('#checkout-panel', false);
+      showCheckout(false);
       setError('#session-error', '');
     } catch (e) {
       if (e.status !== 401) setError('#session-error', e.message);
