@@ -36,7 +36,7 @@ func TestSyncLag(t *testing.T) {
 	for id := int64(1000); id < 1020; id++ {
 		ob.add(id, OpUpsert, orderDoc(id, "warm", "T0", "ACCEPTED"))
 		r.s.Notify()
-		waitSeen(t, seen, id)
+		seen.wait(t, id)
 	}
 
 	const n = 200
@@ -47,7 +47,7 @@ func TestSyncLag(t *testing.T) {
 		status := []string{"ACCEPTED", "COOKING", "READY"}[i%3]
 		seq := ob.add(id, OpUpsert, orderDoc(id, "s", "T1", status))
 		r.s.Notify()
-		at := waitSeen(t, seen, id)
+		at := seen.wait(t, id)
 		ob.mu.Lock()
 		added := ob.addedAt[seq]
 		ob.mu.Unlock()
@@ -105,11 +105,23 @@ type sighting struct {
 	at time.Time
 }
 
+type listener struct {
+	seen chan sighting
+	mu   sync.Mutex
+	err  error
+}
+
 // listen reports every document added or modified in the shop's collection.
-func listen(t *testing.T, c *firestore.Client, shop string) <-chan sighting {
+// It returns once the listener has its initial snapshot.
+func listen(t *testing.T, c *firestore.Client, shop string) *listener {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan sighting, 1024)
+	l := &listener{seen: make(chan sighting, 1024)}
 	it := c.Collection("shops/" + shop + "/orders").Snapshots(ctx)
+	if _, err := it.Next(); err != nil {
+		cancel()
+		t.Fatalf("listener: initial snapshot: %v", err)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -117,6 +129,9 @@ func listen(t *testing.T, c *firestore.Client, shop string) <-chan sighting {
 		for {
 			snap, err := it.Next()
 			if err != nil {
+				l.mu.Lock()
+				l.err = err
+				l.mu.Unlock()
 				return
 			}
 			now := time.Now()
@@ -126,27 +141,29 @@ func listen(t *testing.T, c *firestore.Client, shop string) <-chan sighting {
 				}
 				id, _ := strconv.ParseInt(ch.Doc.Ref.ID, 10, 64)
 				select {
-				case out <- sighting{id, now}:
+				case l.seen <- sighting{id, now}:
 				default:
 				}
 			}
 		}
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait(); it.Stop() }) // Stop is not safe concurrently with Next
-	return out
+	return l
 }
 
-func waitSeen(t *testing.T, seen <-chan sighting, id int64) time.Time {
+func (l *listener) wait(t *testing.T, id int64) time.Time {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(30 * time.Second)
 	for {
 		select {
-		case s := <-seen:
+		case s := <-l.seen:
 			if s.id == id {
 				return s.at
 			}
 		case <-timeout:
-			t.Fatalf("order %d never seen by the listener", id)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			t.Fatalf("order %d never seen by the listener (listener error: %v)", id, l.err)
 		}
 	}
 }
