@@ -71,8 +71,9 @@ type FSM struct {
 	halted  error
 	advance chan struct{} // closed and replaced whenever applied moves
 
-	listenMu sync.RWMutex
-	listener func([]Event)
+	listenMu  sync.RWMutex
+	listener  func([]Event)
+	onRestore func(applied uint64)
 }
 
 // Open opens (or creates) the FSM files in dir and runs the migrations.
@@ -206,6 +207,14 @@ func (f *FSM) Reset() error {
 func (f *FSM) SetListener(fn func([]Event)) {
 	f.listenMu.Lock()
 	f.listener = fn
+	f.listenMu.Unlock()
+}
+
+// SetRestoreListener installs the function told that the files were
+// replaced by a snapshot (event listeners lose continuity there).
+func (f *FSM) SetRestoreListener(fn func(applied uint64)) {
+	f.listenMu.Lock()
+	f.onRestore = fn
 	f.listenMu.Unlock()
 }
 

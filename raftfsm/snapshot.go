@@ -151,9 +151,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.state.Lock()
 	f.halted = nil
+	applied := f.applied
 	close(f.advance)
 	f.advance = make(chan struct{})
 	f.state.Unlock()
+	f.listenMu.RLock()
+	if f.onRestore != nil {
+		f.onRestore(applied)
+	}
+	f.listenMu.RUnlock()
 	return nil
 }
 
