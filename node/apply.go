@@ -89,6 +89,9 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 		default:
 			return nil, err
 		}
+		if retry {
+			n.metrics.proposeRetries.Inc()
+		}
 		if !retry || time.Now().After(deadline) {
 			if errors.Is(err, ErrUnknownOutcome) {
 				return nil, err
@@ -116,6 +119,7 @@ func (n *Node) applyLocal(p Proposal) ([]byte, error) {
 	}
 	cmd := raftfsm.Command{Type: p.Type, Version: p.Version, Flags: p.Flags, FSMTime: stamp,
 		WallTime: n.opts.WallClock().UnixMilli(), Payload: p.Payload}
+	start := time.Now()
 	f := n.raft.Apply(cmd.Encode(), applyTimeout)
 	if err := f.Error(); err != nil {
 		switch {
@@ -125,6 +129,7 @@ func (n *Node) applyLocal(p Proposal) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 		}
 	}
+	n.metrics.observeCommit(start)
 	resp, ok := f.Response().(raftfsm.Response)
 	if !ok {
 		return nil, fmt.Errorf("unexpected fsm response %T", f.Response())
@@ -138,6 +143,7 @@ func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
 	if leaderAddr == "" {
 		return nil, fmt.Errorf("%w: no leader known", errRetry)
 	}
+	n.metrics.forwarded.Inc()
 	body := make([]byte, 3+len(p.Payload))
 	body[0], body[1], body[2] = byte(p.Type), p.Version, byte(p.Flags)
 	copy(body[3:], p.Payload)
@@ -220,6 +226,7 @@ func (n *Node) internalHandler() http.Handler {
 		}
 		w.Write([]byte(strconv.FormatUint(idx, 10)))
 	})
+	n.registerMembersInternal(mux)
 	mux.HandleFunc("GET /internal/snapshot", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		if err := n.fsm.WriteSnapshot(w); err != nil {

@@ -50,6 +50,10 @@ type Config struct {
 	RaftAddr      string `toml:"raft_addr"`
 	ClusterSecret string `toml:"cluster_secret"`
 	Peers         []Peer `toml:"peers"`
+	// Join: this node joins an existing cluster (a replacement or an extra
+	// box) and never bootstraps one; peers lists the existing members and
+	// need not list this node. A leader adds it with the membership call.
+	Join bool `toml:"join"`
 
 	Staff     StaffConfig     `toml:"staff"`
 	TLS       TLSConfig       `toml:"tls"`
@@ -235,8 +239,8 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if !self {
-		return bad("peers", "does not list this node ("+c.NodeID+")")
+	if !self && !c.Join {
+		return bad("peers", "does not list this node ("+c.NodeID+"); set join = true for a node that joins an existing cluster")
 	}
 	if !c.Demo && c.Staff.PasswordHash == "" {
 		return bad("staff.password_hash", "is required (masterorder init writes one)")

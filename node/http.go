@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -132,7 +133,10 @@ func (n *Node) cors() echo.MiddlewareFunc {
 		}
 	}
 	return middleware.CORSWithConfig(middleware.CORSConfig{
-		AllowOrigins:  origins,
+		// Configured peers, and members added later (membership.go).
+		AllowOriginFunc: func(origin string) (bool, error) {
+			return slices.Contains(origins, origin) || n.memberOrigin(origin), nil
+		},
 		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
 		ExposeHeaders: []string{"Retry-After", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed"},

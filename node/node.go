@@ -64,6 +64,7 @@ type Node struct {
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
+	metrics       *nodeMetrics
 
 	seen struct {
 		sync.Mutex
@@ -118,6 +119,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 	n.kv = kv.Client{A: n, V: n}
 	n.AddLeaderWorker("expire", n.expireWorker)
 	n.echo = newEcho(n)
+	n.initMetrics()
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         n.dialInternal,
@@ -273,7 +275,7 @@ func (n *Node) startRaft() error {
 	if cache, err := raft.NewLogCache(1024, store); err == nil {
 		logs = cache
 	}
-	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
+	r, err := raft.NewRaft(rc, meteredFSM{f: n.fsm, m: n.metrics}, logs, store, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -283,7 +285,10 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("inspect raft state: %w", err)
 	}
-	if !existing {
+	if !existing && cfg.Join {
+		n.log.Info("joining: waiting for the leader to add this node (POST /api/staff/cluster/members)")
+	}
+	if !existing && !cfg.Join {
 		var servers []raft.Server
 		for _, p := range cfg.Peers {
 			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})

@@ -1,0 +1,339 @@
+package node
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"masterorder/raftfsm"
+)
+
+// Metrics: every node has its own Prometheus registry (several nodes run
+// in one process in tests and in the demo, so nothing goes to the global
+// default registry). GET /metrics serves it in the text format.
+
+// latencyBuckets suit a store LAN: a Raft round trip is a few ms, an SD
+// card fsync can take tens, a leader change a second or more.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+type nodeMetrics struct {
+	reg *prometheus.Registry
+
+	commit         prometheus.Histogram
+	fsmApply       prometheus.Histogram
+	fsmEntries     prometheus.Counter
+	snapPersist    prometheus.Histogram
+	snapSize       prometheus.Gauge
+	snapRestore    prometheus.Histogram
+	proposeRetries prometheus.Counter
+	forwarded      prometheus.Counter
+
+	cloudMu sync.Mutex
+	cloud   func() CloudSyncMetrics
+}
+
+// CloudSyncMetrics is what the cloud sync integration reports for
+// /metrics (see SetCloudSyncMetrics).
+type CloudSyncMetrics struct {
+	Enabled bool
+	Online  bool
+	// Pending counts outbox changes not yet in Firestore.
+	Pending int64
+	// Lag is how far the cloud is behind: the age of the oldest pending
+	// change, or the time since the last successful sync while changes
+	// are pending; zero when nothing is pending.
+	Lag time.Duration
+}
+
+func newNodeMetrics(n *Node) *nodeMetrics {
+	reg := prometheus.NewRegistry()
+	m := &nodeMetrics{reg: reg}
+	f := promFactory{reg}
+	m.commit = f.histogram("masterorder_raft_commit_seconds",
+		"Time from proposing a command on the leader until it is committed and applied there.")
+	m.fsmApply = f.histogram("masterorder_fsm_apply_seconds",
+		"Time to apply one batch of committed entries to bbolt and SQLite.")
+	m.fsmEntries = f.counter("masterorder_fsm_applied_entries_total", "Raft entries applied to the FSM.")
+	m.snapPersist = f.histogram("masterorder_snapshot_persist_seconds", "Time to write one Raft snapshot.")
+	m.snapSize = f.gauge("masterorder_snapshot_size_bytes", "Size of the last snapshot this node wrote.")
+	m.snapRestore = f.histogram("masterorder_snapshot_restore_seconds", "Time to restore the FSM from a snapshot.")
+	m.proposeRetries = f.counter("masterorder_propose_retries_total",
+		"Proposals tried again (no leader, leader changed, forward failed).")
+	m.forwarded = f.counter("masterorder_forwarded_proposals_total", "Proposals forwarded to the leader.")
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newRaftCollector(n),
+		&cloudCollector{n: n, m: m},
+	)
+	return m
+}
+
+type promFactory struct{ reg *prometheus.Registry }
+
+func (f promFactory) histogram(name, help string) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f promFactory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
+
+// initMetrics creates the node's registry and serves it on GET /metrics.
+func (n *Node) initMetrics() {
+	n.metrics = newNodeMetrics(n)
+	h := promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{Registry: n.metrics.reg})
+	n.echo.GET("/metrics", echo.WrapHandler(h))
+}
+
+// Metrics is the node's Prometheus registry; the domain registers its
+// collectors on it.
+func (n *Node) Metrics() *prometheus.Registry { return n.metrics.reg }
+
+// SetCloudSyncMetrics installs the function /metrics asks for the cloud
+// sync figures. Without it they are derived from the cloud sync status
+// (SetCloudSyncStatus): pending, online, and the time since lastSyncAt
+// while changes are pending.
+func (n *Node) SetCloudSyncMetrics(fn func() CloudSyncMetrics) {
+	n.metrics.cloudMu.Lock()
+	n.metrics.cloud = fn
+	n.metrics.cloudMu.Unlock()
+}
+
+// observeCommit records one local Raft apply round trip.
+func (m *nodeMetrics) observeCommit(start time.Time) {
+	m.commit.Observe(time.Since(start).Seconds())
+}
+
+// raftCollector reads the Raft figures at scrape time.
+type raftCollector struct {
+	n                                                      *Node
+	state, term, commit, applied, last, ready, voters, all *prometheus.Desc
+}
+
+func newRaftCollector(n *Node) *raftCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &raftCollector{n: n,
+		state:   d("masterorder_raft_state", "1 for this node's current Raft state.", "state"),
+		term:    d("masterorder_raft_term", "Current Raft term."),
+		commit:  d("masterorder_raft_commit_index", "Highest log index known to be committed."),
+		applied: d("masterorder_raft_applied_index", "Last log index applied to this node's FSM files."),
+		last:    d("masterorder_raft_last_log_index", "Last index in this node's Raft log."),
+		ready:   d("masterorder_node_ready", "1 when /readyz answers 200."),
+		voters:  d("masterorder_cluster_voters", "Voters in the Raft configuration."),
+		all:     d("masterorder_cluster_members", "Members (voters and non-voters) in the Raft configuration."),
+	}
+}
+
+func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.last, c.ready, c.voters, c.all} {
+		ch <- d
+	}
+}
+
+func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.n.raft
+	if r == nil {
+		return
+	}
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	cur := r.State()
+	for _, s := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
+		v := 0.0
+		if s == cur {
+			v = 1
+		}
+		g(c.state, v, strings.ToLower(s.String()))
+	}
+	g(c.term, float64(r.CurrentTerm()))
+	g(c.commit, float64(r.CommitIndex()))
+	g(c.applied, float64(c.n.fsm.Applied()))
+	g(c.last, float64(r.LastIndex()))
+	ready := 0.0
+	if c.n.Ready() {
+		ready = 1
+	}
+	g(c.ready, ready)
+	if f := r.GetConfiguration(); f.Error() == nil {
+		voters := 0
+		for _, s := range f.Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				voters++
+			}
+		}
+		g(c.voters, float64(voters))
+		g(c.all, float64(len(f.Configuration().Servers)))
+	}
+}
+
+// cloudCollector reports the cloud sync figures when an integration is
+// installed.
+type cloudCollector struct {
+	n *Node
+	m *nodeMetrics
+}
+
+var (
+	descCloudPending = prometheus.NewDesc("masterorder_cloudsync_pending", "Outbox changes not yet pushed to Firestore.", nil, nil)
+	descCloudLag     = prometheus.NewDesc("masterorder_cloudsync_lag_seconds", "How far Firestore is behind while changes are pending (0 when none are).", nil, nil)
+	descCloudOnline  = prometheus.NewDesc("masterorder_cloudsync_online", "1 when the last call to Firestore succeeded.", nil, nil)
+	descCloudEnabled = prometheus.NewDesc("masterorder_cloudsync_enabled", "1 when cloud sync is configured.", nil, nil)
+)
+
+func (c *cloudCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descCloudPending
+	ch <- descCloudLag
+	ch <- descCloudOnline
+	ch <- descCloudEnabled
+}
+
+func (c *cloudCollector) Collect(ch chan<- prometheus.Metric) {
+	v, ok := c.values()
+	if !ok {
+		return
+	}
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	ch <- prometheus.MustNewConstMetric(descCloudEnabled, prometheus.GaugeValue, b(v.Enabled))
+	ch <- prometheus.MustNewConstMetric(descCloudOnline, prometheus.GaugeValue, b(v.Online))
+	ch <- prometheus.MustNewConstMetric(descCloudPending, prometheus.GaugeValue, float64(v.Pending))
+	ch <- prometheus.MustNewConstMetric(descCloudLag, prometheus.GaugeValue, v.Lag.Seconds())
+}
+
+func (c *cloudCollector) values() (CloudSyncMetrics, bool) {
+	c.m.cloudMu.Lock()
+	fn := c.m.cloud
+	c.m.cloudMu.Unlock()
+	if fn != nil {
+		return fn(), true
+	}
+	c.n.extrasMu.Lock()
+	status := c.n.cloudStatus
+	c.n.extrasMu.Unlock()
+	if status == nil {
+		return CloudSyncMetrics{}, false
+	}
+	return cloudMetricsFromStatus(status())
+}
+
+// cloudMetricsFromStatus reads the API.md cloudSync object
+// {enabled, online, pending, lastSyncAt, lastError}.
+func cloudMetricsFromStatus(st any) (CloudSyncMetrics, bool) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return CloudSyncMetrics{}, false
+	}
+	var s struct {
+		Enabled      bool       `json:"enabled"`
+		Online       bool       `json:"online"`
+		Pending      int64      `json:"pending"`
+		LastSyncAt   *time.Time `json:"lastSyncAt"`
+		OfflineSince *time.Time `json:"offlineSince"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return CloudSyncMetrics{}, false
+	}
+	m := CloudSyncMetrics{Enabled: s.Enabled, Online: s.Online, Pending: s.Pending}
+	if s.Pending > 0 {
+		switch {
+		case s.LastSyncAt != nil:
+			m.Lag = time.Since(*s.LastSyncAt)
+		case s.OfflineSince != nil:
+			m.Lag = time.Since(*s.OfflineSince)
+		}
+		m.Lag = max(m.Lag, 0)
+	}
+	return m, true
+}
+
+// meteredFSM is what Raft drives: the node's FSM with timings around
+// batches, snapshots and restores.
+type meteredFSM struct {
+	f *raftfsm.FSM
+	m *nodeMetrics
+}
+
+var _ raft.BatchingFSM = meteredFSM{}
+
+func (w meteredFSM) Apply(l *raft.Log) interface{} { return w.ApplyBatch([]*raft.Log{l})[0] }
+
+func (w meteredFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	start := time.Now()
+	out := w.f.ApplyBatch(logs)
+	w.m.fsmApply.Observe(time.Since(start).Seconds())
+	w.m.fsmEntries.Add(float64(len(logs)))
+	return out
+}
+
+func (w meteredFSM) Snapshot() (raft.FSMSnapshot, error) {
+	s, err := w.f.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return meteredSnapshot{s: s, m: w.m}, nil
+}
+
+func (w meteredFSM) Restore(rc io.ReadCloser) error {
+	start := time.Now()
+	err := w.f.Restore(rc)
+	if err == nil {
+		w.m.snapRestore.Observe(time.Since(start).Seconds())
+	}
+	return err
+}
+
+type meteredSnapshot struct {
+	s raft.FSMSnapshot
+	m *nodeMetrics
+}
+
+func (s meteredSnapshot) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
+	cs := &countingSink{SnapshotSink: sink}
+	err := s.s.Persist(cs)
+	if err == nil {
+		s.m.snapPersist.Observe(time.Since(start).Seconds())
+		s.m.snapSize.Set(float64(cs.n.Load()))
+	}
+	return err
+}
+
+func (s meteredSnapshot) Release() { s.s.Release() }
+
+type countingSink struct {
+	raft.SnapshotSink
+	n atomic.Int64
+}
+
+func (c *countingSink) Write(p []byte) (int, error) {
+	k, err := c.SnapshotSink.Write(p)
+	c.n.Add(int64(k))
+	return k, err
+}
