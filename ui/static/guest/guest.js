@@ -637,15 +637,17 @@ async function onConfirm(allowRepeat) {
   }
   state.sending = true;
   renderSending();
+  let again = false;
   try {
     const r = await plan.promise;
-    await handleOutcome(r);
+    again = await handleOutcome(r);
   } catch (e) {
     await handleOrderError(e);
   } finally {
     state.sending = false;
     renderSending();
   }
+  if (again) onConfirm(true);
 }
 
 function askRepeat(previous) {
@@ -656,19 +658,17 @@ function askRepeat(previous) {
   });
 }
 
+// handleOutcome shows a placed order; it returns true when the guest
+// asked to order the same cart again.
 async function handleOutcome(r) {
-  if (r.kind === 'already-ordered') {
-    if (await askRepeat(r)) {
-      onConfirm(true);
-      return;
-    }
-  }
+  if (r.kind === 'already-ordered' && (await askRepeat(r))) return true;
   state.cart = [];
   saveCart();
   $('#done-message').textContent = r.kind === 'ordered' ? T.t('guest.done.ordered') : T.t('guest.done.replayed');
   $('#done-detail').textContent = T.t('guest.done.detail', { orderId: r.orderId, total: yen(r.totalPrice) });
   showScreen('done');
   loadHistory();
+  return false;
 }
 
 async function handleOrderError(e) {
