@@ -10,6 +10,7 @@ package faults
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -82,6 +83,9 @@ type clusterOpts struct {
 	proxies bool
 	// raft overrides [raft] settings (TOML keys → values).
 	raft map[string]any
+	// logLevel of the nodes ("" = info; "debug" also logs Raft's info
+	// lines: snapshots taken, restored, installed).
+	logLevel string
 }
 
 // proc is one node: its config and its current process.
@@ -195,7 +199,7 @@ func (c *cluster) editConfig(id string, o clusterOpts) {
 	if len(o.raft) > 0 {
 		cfg["raft"] = o.raft
 	}
-	cfg["log"] = map[string]any{"level": "info", "format": "json"}
+	cfg["log"] = map[string]any{"level": cmp.Or(o.logLevel, "info"), "format": "json"}
 	out, err := toml.Marshal(cfg)
 	if err != nil {
 		c.t.Fatal(err)
