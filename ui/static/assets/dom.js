@@ -47,6 +47,14 @@ export function show(el, on) {
   if (el) el.hidden = !on;
 }
 
+// setError puts msg into an error element and shows it; an empty msg hides it.
+export function setError(el, msg) {
+  if (typeof el === 'string') el = $(el);
+  if (!el) return;
+  el.textContent = msg || '';
+  el.hidden = !msg;
+}
+
 export function yen(n) {
   const v = Number(n);
   if (!Number.isFinite(v)) return '—';

@@ -6,7 +6,7 @@
 import { createOrderSdk } from '/assets/order-sdk.js';
 import { createI18n, getLang } from '/assets/i18n.js';
 import { safeStorage } from '/assets/cluster.js';
-import { $, $$, h, clear, show, yen, timeOf, toast, confirmDialog } from '/assets/dom.js';
+import { $, $$, h, clear, show, setError, yen, timeOf, toast, confirmDialog } from '/assets/dom.js';
 
 const T = createI18n({
   ja: {
@@ -299,9 +299,7 @@ function closeDown(title, message) {
 }
 
 function showPinError(msg) {
-  const el = $('#pin-error');
-  el.textContent = msg || '';
-  el.hidden = !msg;
+  setError('#pin-error', msg);
 }
 
 function hideOrderMessages() {
@@ -310,9 +308,7 @@ function hideOrderMessages() {
 }
 
 function showOrderError(msg, uncertain) {
-  const el = $('#order-error');
-  el.textContent = msg;
-  el.hidden = false;
+  setError('#order-error', msg);
   show('#order-uncertain', !!uncertain);
 }
 

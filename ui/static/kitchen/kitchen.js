@@ -10,7 +10,7 @@
 import { createStaffApi, menuBody } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
 import { safeStorage } from '/assets/cluster.js';
-import { $, h, clear, show, mmss, pad2, toast, confirmDialog } from '/assets/dom.js';
+import { $, h, clear, show, setError, mmss, pad2, toast, confirmDialog } from '/assets/dom.js';
 
 const T = createI18n({
   ja: {
@@ -542,9 +542,7 @@ function showLogin(message) {
   show('#board', false);
   show('#logout', false);
   show('#login', true);
-  const err = $('#login-error');
-  err.textContent = message || '';
-  err.hidden = !message;
+  setError('#login-error', message);
   setConn('connecting');
   $('#login-password').focus();
 }
@@ -568,9 +566,7 @@ function bindLogin() {
       $('#login-password').value = '';
       startBoard();
     } catch (e) {
-      const err = $('#login-error');
-      err.textContent = e.message || T.t('login.failed');
-      err.hidden = false;
+      setError('#login-error', e.message || T.t('login.failed'));
     }
   });
   $('#logout').addEventListener('click', async () => {

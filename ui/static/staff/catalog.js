@@ -1,15 +1,9 @@
 // catalog.js — the staff console's menu and stock pages.
 
 import { menuBody } from '/assets/staff-api.js';
-import { $, h, clear, yen, toast } from '/assets/dom.js';
+import { $, h, clear, setError, yen, toast } from '/assets/dom.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
-
-function setError(sel, msg) {
-  const el = $(sel);
-  el.textContent = msg || '';
-  el.hidden = !msg;
-}
 
 function wholeNumber(v) {
   const s = String(v).trim();

@@ -4,7 +4,7 @@
 
 import { createStaffApi } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
-import { $, $$, h, clear, show, yen, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
+import { $, $$, h, clear, show, setError, yen, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
 import { STRINGS } from '/staff/strings.js';
 import { createMenuPage, createStockPage } from '/staff/catalog.js';
 import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.js';
@@ -246,12 +246,6 @@ function createTablesPage() {
       renderBill();
     },
   };
-}
-
-function setError(sel, msg) {
-  const el = $(sel);
-  el.textContent = msg || '';
-  el.hidden = !msg;
 }
 
 // ---------------------------------------------------------------- shell
