@@ -25,6 +25,7 @@ func Attach(n *node.Node, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s.Routes(n.Echo())
+	s.instrument()
 	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)
 	return s, nil
 }

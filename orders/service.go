@@ -117,6 +117,8 @@ func (s *Service) Routes(e *echo.Echo) {
 	guest.GET("/menu", s.guestMenu)
 	guest.GET("/orders", s.guestOrders)
 	guest.POST("/orders", s.guestOrder)
+
+	s.clusterRoutes(e)
 }
 
 // propose commits one domain command and decodes its Result.
