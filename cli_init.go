@@ -48,6 +48,7 @@ type initConfig struct {
 	HTTPAddr      string      `toml:"http_addr"`
 	RaftAddr      string      `toml:"raft_addr"`
 	ClusterSecret string      `toml:"cluster_secret"`
+	Join          bool        `toml:"join,omitempty"`
 	Peers         []node.Peer `toml:"peers"`
 	Staff         struct {
 		PasswordHash string `toml:"password_hash"`
@@ -64,8 +65,16 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output directory")
 	password := fs.String("staff-password", "", "staff password (random if empty)")
 	force := fs.Bool("force", false, "overwrite existing configs")
+	systemd := fs.Bool("systemd", false, "write configs for the box layout ("+boxEtc+", "+boxDataDir+") and a systemd unit per node")
+	addNode := fs.String("add-node", "", "ID=HOST:HTTPPORT:RAFTPORT: a config and certificate for a box joining the cluster in --out")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	if *addNode != "" {
+		if *out == "" {
+			return usageError{"init --add-node needs --out (the directory init wrote)"}
+		}
+		return initAddNode(*addNode, *out, *systemd, *force, stdout)
 	}
 	if *shop == "" || *nodesSpec == "" || *out == "" {
 		return usageError{"init needs --shop-id, --nodes and --out"}
@@ -124,6 +133,12 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 			HTTPAddr: peers[i].HTTPAddr, RaftAddr: peers[i].RaftAddr, ClusterSecret: clusterSecret, Peers: peers,
 			TLS: node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, n.id), KeyFile: pki.NodeKeyFile(tlsDir, n.id)}}
 		c.Staff.PasswordHash, c.Staff.TokenSecret = hash, tokenSecret
+		if *systemd {
+			boxPaths(&c, n.id)
+			if err := writeSystemdUnit(dir, n.id, c.HTTPAddr); err != nil {
+				return fmt.Errorf("write systemd unit: %w", err)
+			}
+		}
 		b, err := toml.Marshal(c)
 		if err != nil {
 			return err
@@ -139,7 +154,14 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %d node configs, the cluster CA and node certificates to %s\n", len(nodes), dir)
 	for _, n := range nodes {
+		if *systemd {
+			fmt.Fprintf(stdout, "  box %s: %s.toml, masterorder-%s.service, tls/{ca.pem,%s.pem,%s-key.pem}\n", n.id, n.id, n.id, n.id, n.id)
+			continue
+		}
 		fmt.Fprintf(stdout, "  masterorder run --config %s\n", filepath.Join(dir, n.id+".toml"))
+	}
+	if *systemd {
+		fmt.Fprintf(stdout, "keep tls/ca-key.pem off the boxes (init --add-node needs it for a replacement box)\n")
 	}
 	if printed {
 		fmt.Fprintf(stdout, "staff password: %s\n", pw)

@@ -30,9 +30,13 @@ const usage = `masterorder — store ordering appliance
 usage:
   masterorder demo [--nodes 1|3] [--listen 127.0.0.1:8080] [--data-dir DIR] [--staff-password PW]
   masterorder run --config node.toml
-  masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT,... --out DIR [--staff-password PW] [--force]
+  masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT,... --out DIR [--staff-password PW] [--force] [--systemd]
   masterorder bench --url URL[,URL...] [flags]   (masterorder bench -h)
+  masterorder init --add-node ID=HOST:HTTPPORT:RAFTPORT --out DIR [--systemd]
   masterorder status --url URL
+  masterorder members add|remove|promote --url URL --id ID [...]   (masterorder members -h)
+  masterorder backup --url URL --out FILE [--password PW]
+  masterorder restore --in FILE --config node.toml
   masterorder version
 `
 
@@ -60,6 +64,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return bench.Main(ctx, rest, stdout, stderr)
 	case "status":
 		err = cmdStatus(ctx, rest, stdout, stderr)
+	case "members":
+		err = cmdMembers(ctx, rest, stdout, stderr)
+	case "backup":
+		err = cmdBackup(ctx, rest, stdout, stderr)
+	case "restore":
+		err = cmdRestore(rest, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "masterorder %s (commit %s, built %s)\n", version, commit, buildDate)
 		return 0
