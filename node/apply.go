@@ -123,9 +123,13 @@ func (n *Node) applyLocal(p Proposal) ([]byte, error) {
 	f := n.raft.Apply(cmd.Encode(), applyTimeout)
 	if err := f.Error(); err != nil {
 		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown):
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return nil, fmt.Errorf("%w: %v", errRetry, err)
-		default: // ErrLeadershipLost, ErrEnqueueTimeout: it may still commit
+		default:
+			// ErrLeadershipLost, ErrEnqueueTimeout: it may still commit.
+			// ErrRaftShutdown too: Raft also answers it for entries that
+			// already committed but could not be handed to a busy FSM
+			// before shutdown, so it is no proof of "not applied".
 			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 		}
 	}

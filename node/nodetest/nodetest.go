@@ -6,24 +6,78 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"masterorder/node"
 )
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago. It picks
+// below the kernel's ephemeral range, so the outgoing connections of a busy
+// test (which take ephemeral ports) cannot grab it before a node binds it,
+// and never hands out the same port twice in one process.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	lo := ephemeralLow()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if lo > 12000 {
+		for try := 0; try < 200; try++ {
+			p := 10000 + rand.IntN(lo-10000)
+			if portsGiven[p] {
+				continue
+			}
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				continue
+			}
+			l.Close()
+			portsGiven[p] = true
+			return p
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[p] {
+			portsGiven[p] = true
+			return p
+		}
+	}
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
+// or 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 0
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return lo
 }
 
 // Configs builds n node configs on free loopback ports under dir.
@@ -164,14 +218,25 @@ func (c *Cluster) Follower() (int, *node.Node) {
 // commit index, then returns the nodes' deterministic dumps.
 func (c *Cluster) WaitConverged(timeout time.Duration) [][]byte {
 	c.T.Helper()
-	_, leader := c.WaitLeader(timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	// A no-op write makes every earlier entry committed in this term.
-	if _, err := leader.KV().Delete(ctx, "nodetest:barrier"); err != nil {
-		c.T.Fatalf("barrier write: %v", err)
+	// A no-op write makes every earlier entry committed in this term. It is
+	// retried across leader changes (deleting twice is harmless); the
+	// target is what the leader applied after it (an index the FSM sees,
+	// unlike Raft's no-op and barrier entries).
+	var target uint64
+	for {
+		_, leader := c.WaitLeader(timeout)
+		_, err := leader.KV().Delete(ctx, "nodetest:barrier")
+		if err == nil {
+			target = leader.FSM().Applied()
+			break
+		}
+		if ctx.Err() != nil {
+			c.T.Fatalf("barrier write: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	target := leader.Raft().CommitIndex()
 	var dumps [][]byte
 	for i, n := range c.Nodes {
 		if n == nil {
