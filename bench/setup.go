@@ -203,14 +203,20 @@ func (r *runner) setup(ctx context.Context) error {
 	return nil
 }
 
-// stockQuantity is far more than the run can use, so stock never runs out.
+// maxStockQuantity is the largest quantity the staff API accepts
+// (PUT /api/staff/stock answers 400 INVALID_STOCK above it).
+const maxStockQuantity = 1_000_000
+
+// stockQuantity is far more than the run can use, so stock never runs out,
+// and never more than the server accepts: at most 9 units of one sku per
+// order, so the cap still covers 111,111 orders.
 func (r *runner) stockQuantity() int {
 	perOrder := 3 * 3 // at most 3 lines of quantity at most 3
 	orders := r.cfg.Tables * min(r.cfg.GuestsPerTable*max(r.cfg.OrdersPerGuest, 1), MaxIntendedPerSession)
 	if r.cfg.OrdersPerGuest == 0 {
 		orders = r.cfg.Tables * MaxIntendedPerSession
 	}
-	return max(100000, 4*perOrder*orders)
+	return min(maxStockQuantity, max(100000, 4*perOrder*orders))
 }
 
 // waitReplicated waits (bounded) until every node serves the last session
