@@ -168,6 +168,7 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	for _, id := range c.ids {
 		c.editConfig(id, o)
 	}
+	t.Cleanup(c.keepLogsOnFailure)
 	t.Cleanup(c.killAll)
 	for _, id := range c.ids {
 		c.start(id)
@@ -556,6 +557,24 @@ func (c *cluster) login() {
 		time.Sleep(250 * time.Millisecond)
 	}
 	c.t.Fatalf("staff login: %v", last)
+}
+
+// keepLogsOnFailure copies the nodes' logs out of the test's temp dir
+// when the test failed (t.Cleanup, after the nodes are killed).
+func (c *cluster) keepLogsOnFailure() {
+	if !c.t.Failed() {
+		return
+	}
+	dir := filepath.Join(os.TempDir(), "masterorder-faults-logs", strings.ReplaceAll(c.t.Name(), "/", "_")+"-"+time.Now().Format("150405"))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return
+	}
+	for _, id := range c.ids {
+		if b, err := os.ReadFile(c.nodes[id].logPath); err == nil {
+			os.WriteFile(filepath.Join(dir, id+".log"), b, 0o600)
+		}
+	}
+	c.t.Logf("node logs kept in %s", dir)
 }
 
 // logTail is the last n lines of the node's log.
