@@ -71,10 +71,11 @@ func reject(status int, reason string) ([]byte, error) {
 	return json.Marshal(Result{Status: status, Reason: reason})
 }
 
-// decodePayload answers a malformed payload with a 400 result (never a
-// halt: the entry is committed, every node answers the same).
+// decodePayload answers a malformed payload, or one that fails its own
+// checks (validate.go), with a 400 result (never a halt: the entry is
+// committed, every node answers the same).
 func decodePayload(payload []byte, v any) ([]byte, bool) {
-	if err := json.Unmarshal(payload, v); err != nil {
+	if err := json.Unmarshal(payload, v); err != nil || !validPayload(v) {
 		out, _ := reject(400, "MALFORMED_COMMAND")
 		return out, false
 	}
@@ -106,10 +107,10 @@ func applyUpsertMenu(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
-	if err := store.UpsertMenuItem(ctx.SQL, c.Item); err != nil {
+	if err := store.UpsertMenuItem(ctx.DB, c.Item); err != nil {
 		return nil, err
 	}
-	item, _, err := store.GetMenuItem(ctx.SQL, c.Item.MenuID)
+	item, _, err := store.GetMenuItem(ctx.DB, c.Item.MenuID)
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +128,14 @@ func applySetStock(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
-	exists, err := store.SKUExists(ctx.SQL, c.SKU)
+	exists, err := store.SKUExists(ctx.DB, c.SKU)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
 		return reject(404, "SKU_NOT_FOUND")
 	}
-	if err := store.SetStock(ctx.SQL, c.SKU, c.Quantity); err != nil {
+	if err := store.SetStock(ctx.DB, c.SKU, c.Quantity); err != nil {
 		return nil, err
 	}
 	ctx.Emit("menu.updated", nil)
@@ -161,13 +162,13 @@ func applyOpenSession(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error)
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
-	if _, exists, err := store.GetSession(ctx.SQL, c.SessionID); err != nil {
+	if _, exists, err := store.GetSession(ctx.DB, c.SessionID); err != nil {
 		return nil, err
 	} else if exists {
 		// 128 random bits collide only when a command is replayed.
 		return reject(409, "SESSION_EXISTS")
 	}
-	if err := store.InsertSession(ctx.SQL, c.SessionID, c.TableID, c.PIN, ctx.WallTime); err != nil {
+	if err := store.InsertSession(ctx.DB, c.SessionID, c.TableID, c.PIN, ctx.WallTime); err != nil {
 		return nil, err
 	}
 	return ok(sessionOpened{SessionID: c.SessionID, TableID: c.TableID, PIN: c.PIN, Status: store.SessionActive})
@@ -193,7 +194,7 @@ func applyForceRelease(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error
 	if _, err := t.Delete(c.Key); err != nil {
 		return nil, err
 	}
-	if err := store.InsertAudit(ctx.SQL, store.Audit{At: ctx.WallTime, ReasonCode: "LOCK_FORCE_RELEASED", Node: c.Node,
+	if err := store.InsertAudit(ctx.DB, store.Audit{At: ctx.WallTime, ReasonCode: "LOCK_FORCE_RELEASED", Node: c.Node,
 		SessionID: sessionOfLock(c.Key), Detail: c.Key}); err != nil {
 		return nil, err
 	}
@@ -249,7 +250,7 @@ func applyPINFailure(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 			locked = true
 		}
 	}
-	if err := store.InsertAudit(ctx.SQL, store.Audit{At: ctx.WallTime, ClientID: c.Client, SessionID: c.SessionID,
+	if err := store.InsertAudit(ctx.DB, store.Audit{At: ctx.WallTime, ClientID: c.Client, SessionID: c.SessionID,
 		ReasonCode: "INVALID_PIN", Node: c.Node}); err != nil {
 		return nil, err
 	}
@@ -298,7 +299,7 @@ func applyOutboxSynced(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
-	if err := store.DeleteOutbox(ctx.SQL, c.Seqs); err != nil {
+	if err := store.DeleteOutbox(ctx.DB, c.Seqs); err != nil {
 		return nil, err
 	}
 	return ok(map[string]int{"synced": len(c.Seqs)})

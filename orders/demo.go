@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 
 	"masterorder/orders/store"
@@ -38,7 +37,7 @@ func demoMenu() []store.MenuItem {
 // table T1; it returns the session id and PIN.
 func (s *Service) SeedDemo(ctx context.Context) (sessionID, pin string, err error) {
 	var empty bool
-	if err := s.query(func(db *sql.DB) (err error) { empty, err = store.CatalogEmpty(db); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { empty, err = store.CatalogEmpty(db); return }); err != nil {
 		return "", "", err
 	}
 	if empty {

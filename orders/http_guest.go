@@ -2,7 +2,6 @@ package orders
 
 import (
 	"crypto/subtle"
-	"database/sql"
 	"io"
 	"net/http"
 	"time"
@@ -80,7 +79,7 @@ func (s *Service) guestMenu(c echo.Context) error {
 		return err
 	}
 	var items []store.MenuItem
-	if err := s.query(func(db *sql.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
 		return s.failErr(c, err)
 	}
 	if items == nil {
@@ -111,7 +110,7 @@ func (s *Service) guestOrders(c echo.Context) error {
 		return s.failErr(c, err)
 	}
 	var list []store.Order
-	if err := s.query(func(db *sql.DB) (err error) {
+	if err := s.query(func(db store.DB) (err error) {
 		list, err = store.SessionOrders(db, sess.SessionID, limit, reqID)
 		return
 	}); err != nil {
@@ -192,7 +191,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 // catalogKnows checks every menu id and topping of the cart against the
 // local catalog; empty reports a replica with no menu at all.
 func (s *Service) catalogKnows(lines []admission.Line) (empty, known bool, err error) {
-	err = s.query(func(db *sql.DB) error {
+	err = s.query(func(db store.DB) error {
 		var err error
 		if empty, err = store.CatalogEmpty(db); err != nil || empty {
 			return err

@@ -34,7 +34,7 @@ func (s *Service) kitchenOrders(c echo.Context) error {
 		return s.failErr(c, err)
 	}
 	var list []store.Order
-	if err := s.query(func(db *sql.DB) (err error) { list, err = store.KitchenOrders(db, statuses); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { list, err = store.KitchenOrders(db, statuses); return }); err != nil {
 		return s.failErr(c, err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"orders": list})
@@ -45,7 +45,7 @@ func (s *Service) kitchenOrders(c echo.Context) error {
 func (s *Service) kitchenSnapshot(ctx context.Context) (uint64, []store.Order, error) {
 	var idx uint64
 	var list []store.Order
-	err := s.query(func(db *sql.DB) error {
+	err := s.node.FSM().Query(func(db *sql.DB) error {
 		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package orders
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"io"
@@ -189,7 +188,7 @@ func (s *Service) listMenu(c echo.Context) error {
 		return s.failErr(c, err)
 	}
 	var items []store.MenuItem
-	if err := s.query(func(db *sql.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
 		return s.failErr(c, err)
 	}
 	if items == nil {
@@ -233,7 +232,7 @@ func (s *Service) listStock(c echo.Context) error {
 		return s.failErr(c, err)
 	}
 	var levels []store.StockLevel
-	if err := s.query(func(db *sql.DB) (err error) { levels, err = store.ListStock(db); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { levels, err = store.ListStock(db); return }); err != nil {
 		return s.failErr(c, err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"stock": levels})
@@ -289,7 +288,7 @@ func (s *Service) listSessions(c echo.Context) error {
 		return s.failErr(c, err)
 	}
 	var list []store.Session
-	if err := s.query(func(db *sql.DB) (err error) { list, err = store.ListSessions(db, status, limit); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { list, err = store.ListSessions(db, status, limit); return }); err != nil {
 		return s.failErr(c, err)
 	}
 	out := make([]staffSession, 0, len(list))
@@ -360,7 +359,7 @@ func (s *Service) listAudit(c echo.Context) error {
 		return s.failErr(c, err)
 	}
 	var entries []store.AuditEntry
-	if err := s.query(func(db *sql.DB) (err error) { entries, err = store.ListAudit(db, limit); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { entries, err = store.ListAudit(db, limit); return }); err != nil {
 		return s.failErr(c, err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"entries": entries})

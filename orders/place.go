@@ -64,7 +64,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	audit := store.Audit{At: ctx.WallTime, RequestID: c.RequestID, ClientID: c.ClientID, SessionID: c.SessionID, Node: c.Node}
 	rejectAudited := func(status int, reason string, retryAfterMs int64, skus []string) ([]byte, error) {
 		audit.ReasonCode = reason
-		if err := store.InsertAudit(ctx.SQL, audit); err != nil {
+		if err := store.InsertAudit(ctx.DB, audit); err != nil {
 			return nil, err
 		}
 		return json.Marshal(Result{Status: status, Reason: reason, RetryAfterMs: retryAfterMs, SKUs: skus})
@@ -73,7 +73,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 		body := r.Body
 		body.IdempotentReplay = true
 		audit.ReasonCode, audit.IdempotentReplay, audit.OrderID = reason, true, body.OrderID
-		if err := store.InsertAudit(ctx.SQL, audit); err != nil {
+		if err := store.InsertAudit(ctx.DB, audit); err != nil {
 			return nil, err
 		}
 		b, err := json.Marshal(body)
@@ -85,7 +85,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 
 	// Row 3 again, inside Apply: checkout may have closed the session since
 	// the node looked.
-	sess, exists, err := store.GetSession(ctx.SQL, c.SessionID)
+	sess, exists, err := store.GetSession(ctx.DB, c.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	need := unitsPerSKU(c.Items)
 	var short []string
 	for _, u := range need {
-		qty, tracked, err := store.GetStock(ctx.SQL, u.sku)
+		qty, tracked, err := store.GetStock(ctx.DB, u.sku)
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +181,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 
 	// Admitted: take the stock, allocate the id, save, cache, cool down.
 	for _, u := range need {
-		if err := store.AddStock(ctx.SQL, u.sku, -u.n); err != nil {
+		if err := store.AddStock(ctx.DB, u.sku, -u.n); err != nil {
 			return nil, err
 		}
 	}
@@ -196,7 +196,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	}
 	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: sess.TableID,
 		Status: store.StatusAccepted, Items: items, TotalPrice: total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID}
-	if err := store.InsertOrder(ctx.SQL, order, ctx.WallTime); err != nil {
+	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {
 		return nil, err
 	}
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: total}
@@ -224,10 +224,10 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 		}
 	}
 	audit.ReasonCode, audit.OrderID = "ADMITTED", orderID
-	if err := store.InsertAudit(ctx.SQL, audit); err != nil {
+	if err := store.InsertAudit(ctx.DB, audit); err != nil {
 		return nil, err
 	}
-	if err := store.InsertOutbox(ctx.SQL, orderID, store.OutboxUpsert); err != nil {
+	if err := store.InsertOutbox(ctx.DB, orderID, store.OutboxUpsert); err != nil {
 		return nil, err
 	}
 	order.CreatedAt, order.UpdatedAt = store.FormatTime(ctx.WallTime), store.FormatTime(ctx.WallTime)
@@ -263,7 +263,7 @@ func priceCart(ctx *raftfsm.ApplyContext, lines []admission.Line) ([]store.Order
 	var total int64
 	var unavailable []string
 	for _, l := range lines {
-		m, found, err := store.GetMenuItem(ctx.SQL, l.MenuID)
+		m, found, err := store.GetMenuItem(ctx.DB, l.MenuID)
 		if err != nil {
 			return nil, 0, "", nil, err
 		}
@@ -333,7 +333,7 @@ func allocateOrderID(ctx *raftfsm.ApplyContext, candidate int64) (int64, error) 
 		id = int64(ctx.Index%max) + 1
 	}
 	for i := 0; i < 1_000_000; i++ {
-		taken, err := store.OrderIDTaken(ctx.SQL, id)
+		taken, err := store.OrderIDTaken(ctx.DB, id)
 		if err != nil {
 			return 0, err
 		}

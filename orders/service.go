@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -175,8 +174,10 @@ func (s *Service) fail(c echo.Context, status int, code string, retryAfter time.
 // failErr maps cluster errors to 503 NO_QUORUM and the rest to 500.
 func (s *Service) failErr(c echo.Context, err error) error { return s.node.FailErr(c, err) }
 
-// query runs a local read against the replica.
-func (s *Service) query(fn func(db *sql.DB) error) error { return s.node.FSM().Query(fn) }
+// query runs a local read against the replica (prepared statements cached).
+func (s *Service) query(fn func(db store.DB) error) error {
+	return s.node.FSM().Read(func(q raftfsm.Querier) error { return fn(q) })
+}
 
 // consistent waits until this node has applied everything committed so far
 // (read-your-writes on any node).
@@ -226,7 +227,7 @@ func parseLimit(c echo.Context) (int, bool) {
 func (s *Service) loadSession(id string) (store.Session, bool, error) {
 	var sess store.Session
 	var found bool
-	err := s.query(func(db *sql.DB) error {
+	err := s.query(func(db store.DB) error {
 		var err error
 		sess, found, err = store.GetSession(db, id)
 		return err

@@ -37,7 +37,7 @@ func applySetOrderStatus(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, err
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
-	o, found, err := store.GetOrder(ctx.SQL, c.OrderID)
+	o, found, err := store.GetOrder(ctx.DB, c.OrderID)
 	if err != nil {
 		return nil, err
 	}
@@ -50,20 +50,20 @@ func applySetOrderStatus(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, err
 	if c.Status == store.StatusCancelled {
 		// Cancelling puts the order's stock back (tracked skus only).
 		for _, it := range o.Items {
-			if err := store.AddStock(ctx.SQL, it.MenuID, int64(it.Quantity)); err != nil {
+			if err := store.AddStock(ctx.DB, it.MenuID, int64(it.Quantity)); err != nil {
 				return nil, err
 			}
 			for _, t := range it.Toppings {
-				if err := store.AddStock(ctx.SQL, t.ToppingID, int64(it.Quantity)); err != nil {
+				if err := store.AddStock(ctx.DB, t.ToppingID, int64(it.Quantity)); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	if err := store.SetOrderStatus(ctx.SQL, c.OrderID, c.Status, ctx.WallTime); err != nil {
+	if err := store.SetOrderStatus(ctx.DB, c.OrderID, c.Status, ctx.WallTime); err != nil {
 		return nil, err
 	}
-	if err := store.InsertOutbox(ctx.SQL, c.OrderID, store.OutboxUpsert); err != nil {
+	if err := store.InsertOutbox(ctx.DB, c.OrderID, store.OutboxUpsert); err != nil {
 		return nil, err
 	}
 	o.Status, o.UpdatedAt = c.Status, store.FormatTime(ctx.WallTime)
@@ -90,7 +90,7 @@ type checkoutState struct {
 
 // activeSession loads a session for a checkout step.
 func activeSession(ctx *raftfsm.ApplyContext, id string) (store.Session, []byte, error) {
-	s, found, err := store.GetSession(ctx.SQL, id)
+	s, found, err := store.GetSession(ctx.DB, id)
 	if err != nil {
 		return s, nil, err
 	}
@@ -106,7 +106,7 @@ func activeSession(ctx *raftfsm.ApplyContext, id string) (store.Session, []byte,
 }
 
 func bill(ctx *raftfsm.ApplyContext, s store.Session) (checkoutState, error) {
-	orders, err := store.SessionOrdersOldestFirst(ctx.SQL, s.SessionID)
+	orders, err := store.SessionOrdersOldestFirst(ctx.DB, s.SessionID)
 	if err != nil {
 		return checkoutState{}, err
 	}
@@ -185,7 +185,7 @@ func applyCheckout(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CloseSession(ctx.SQL, c.SessionID, ctx.WallTime); err != nil {
+	if err := store.CloseSession(ctx.DB, c.SessionID, ctx.WallTime); err != nil {
 		return nil, err
 	}
 	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
@@ -198,11 +198,11 @@ func applyCheckout(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 		return nil, err
 	}
 	for _, o := range st.Orders {
-		if err := store.InsertOutbox(ctx.SQL, o.OrderID, store.OutboxDelete); err != nil {
+		if err := store.InsertOutbox(ctx.DB, o.OrderID, store.OutboxDelete); err != nil {
 			return nil, err
 		}
 	}
-	if err := store.InsertAudit(ctx.SQL, store.Audit{At: ctx.WallTime, SessionID: c.SessionID, ReasonCode: "CHECKED_OUT", Node: c.Node}); err != nil {
+	if err := store.InsertAudit(ctx.DB, store.Audit{At: ctx.WallTime, SessionID: c.SessionID, ReasonCode: "CHECKED_OUT", Node: c.Node}); err != nil {
 		return nil, err
 	}
 	ctx.Emit("session.closed", mustJSON(map[string]string{"type": "session.closed", "sessionId": s.SessionID, "tableId": s.TableID}))
@@ -228,15 +228,15 @@ func applyHousekeeping(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error
 	if c.Limit <= 0 || c.Limit > 10000 {
 		c.Limit = 1000
 	}
-	n, err := store.ArchiveClosed(ctx.SQL, ctx.WallTime, c.Limit)
+	n, err := store.ArchiveClosed(ctx.DB, ctx.WallTime, c.Limit)
 	if err != nil {
 		return nil, err
 	}
-	pruned, err := store.PruneAudit(ctx.SQL, c.AuditBeforeWall, c.Limit)
+	pruned, err := store.PruneAudit(ctx.DB, c.AuditBeforeWall, c.Limit)
 	if err != nil {
 		return nil, err
 	}
-	archPruned, err := store.PruneArchive(ctx.SQL, c.ArchiveBeforeWall, c.Limit)
+	archPruned, err := store.PruneArchive(ctx.DB, c.ArchiveBeforeWall, c.Limit)
 	if err != nil {
 		return nil, err
 	}

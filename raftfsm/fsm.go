@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
@@ -62,12 +63,14 @@ type FSM struct {
 	bolt   *bolt.DB
 	sqlW   *sql.DB // the single writer connection used by Apply
 	sqlR   *sql.DB // read-only pool for local reads and snapshots
+	stmtR  *stmtCache
 	closed bool
 
 	state   sync.Mutex // guards the fields below
 	applied uint64
 	now     int64
 	wall    int64
+	nowAt   time.Time // local monotonic instant now was last set (see NowAt)
 	halted  error
 	advance chan struct{} // closed and replaced whenever applied moves
 
@@ -108,6 +111,7 @@ func (f *FSM) openFiles() error {
 		return err
 	}
 	f.bolt, f.sqlW, f.sqlR = bdb, w, r
+	f.stmtR = newStmtCache(r)
 	if err := f.initMeta(); err != nil {
 		f.closeFiles()
 		return err
@@ -143,6 +147,7 @@ func (f *FSM) initMeta() error {
 		f.state.Lock()
 		f.applied = getU64(b, keyApplied)
 		f.now = int64(getU64(b, keyNow))
+		f.nowAt = time.Now()
 		f.wall = int64(getU64(b, keyWall))
 		f.state.Unlock()
 		return nil
@@ -150,6 +155,9 @@ func (f *FSM) initMeta() error {
 }
 
 func (f *FSM) closeFiles() {
+	if f.stmtR != nil {
+		f.stmtR.close()
+	}
 	if f.bolt != nil {
 		f.bolt.Close()
 	}
@@ -232,6 +240,18 @@ func (f *FSM) Now() int64 {
 	return f.now
 }
 
+// NowAt returns the FSM time of the last applied command and the local
+// instant (with Go's monotonic reading) at which this node applied it, or
+// opened or restored its files. The FSM time at any later moment is at
+// least now + time.Since(at): the leader stamped it before this node
+// applied it, and FSM time runs at monotonic speed. It is bookkeeping for
+// estimates, never an input to Apply.
+func (f *FSM) NowAt() (now int64, at time.Time) {
+	f.state.Lock()
+	defer f.state.Unlock()
+	return f.now, f.nowAt
+}
+
 // LastWall is the wall clock the last leader stamped (display only).
 func (f *FSM) LastWall() int64 {
 	f.state.Lock()
@@ -280,6 +300,14 @@ func (f *FSM) Query(fn func(db *sql.DB) error) error {
 	return fn(f.sqlR)
 }
 
+// Read runs fn against the local read-only SQLite pool with prepared
+// statements cached.
+func (f *FSM) Read(fn func(q Querier) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return fn(cachedDB{f.stmtR})
+}
+
 // Apply implements raft.FSM for single entries.
 func (f *FSM) Apply(l *raft.Log) interface{} {
 	return f.ApplyBatch([]*raft.Log{l})[0]
@@ -307,6 +335,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.state.Lock()
 	if last > f.applied {
+		if now != f.now {
+			f.nowAt = time.Now()
+		}
 		f.applied, f.now, f.wall = last, now, wall
 		close(f.advance)
 		f.advance = make(chan struct{})
@@ -338,6 +369,7 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 		return nil, 0, 0, 0, fmt.Errorf("begin sqlite tx: %w", err)
 	}
 	defer stx.Rollback()
+	db := newCachedTx(stx)
 
 	for i, l := range logs {
 		if l.Index <= applied {
@@ -369,7 +401,7 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 			}
 			return nil, 0, 0, 0, fmt.Errorf("index %d: command type %d is unknown to this version: upgrade this node", l.Index, cmd.Type)
 		}
-		ctx := &ApplyContext{Index: l.Index, Now: now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: btx, SQL: stx}
+		ctx := &ApplyContext{Index: l.Index, Now: now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: btx, SQL: stx, DB: db}
 		data, herr := reg.handler(ctx, cmd.Payload)
 		if herr != nil {
 			return nil, 0, 0, 0, fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, herr)

@@ -17,6 +17,9 @@ type ApplyContext struct {
 	Version  uint8  // command version, for handlers that read old layouts
 	Bolt     *bolt.Tx
 	SQL      *sql.Tx
+	// DB is SQL with prepared statements cached across batches; use it
+	// for the domain's fixed queries.
+	DB Querier
 
 	events []Event
 }
