@@ -132,8 +132,14 @@ func TestFaultSchedules(t *testing.T) {
 			t.Logf("partition leader %s from both followers", l)
 			c.partition(l)
 			time.Sleep(7 * time.Second)
-			if nl := c.leader(); nl == l {
+			if s, err := c.status(l); err == nil && s.State == "leader" {
 				t.Errorf("%s still calls itself leader 7 s into a partition", l)
+			}
+			if c.ready(l) {
+				t.Errorf("%s answers /readyz 200 7 s into a partition", l)
+			}
+			if nl := c.leader(); nl == "" || nl == l {
+				t.Errorf("no new leader on the majority side 7 s into the partition (got %q)", nl)
 			}
 			t.Log("heal")
 			c.heal()
