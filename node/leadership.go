@@ -40,21 +40,20 @@ func (c *leaderClock) stamp() (int64, bool) {
 }
 
 // FSMNow estimates the current FSM time for local reads: the leader's
-// clock, or on a follower the last applied FSM time (expiry is judged
-// strictly inside Apply; reads only need to hide what has surely lapsed).
+// clock, or on a follower the last applied FSM time moved on by this box's
+// monotonic clock since it applied it, so token expiry and lock listings
+// stay current between commands. The estimate never runs ahead of the
+// leader's clock (expiry is judged strictly inside Apply; reads only need
+// to hide what has surely lapsed). Before any FSM time exists it is 0.
 func (n *Node) FSMNow() int64 {
 	if t, ok := n.clock.stamp(); ok {
 		return t
 	}
-	cur := n.fsm.Now()
-	n.seen.Lock()
-	defer n.seen.Unlock()
-	if cur != n.seen.fsm {
-		n.seen.fsm, n.seen.at = cur, time.Now()
+	cur, at := n.fsm.NowAt()
+	if cur == 0 {
+		return 0
 	}
-	// Between commands a follower's FSM time moves on with its own
-	// monotonic clock, so token expiry and lock listings stay current.
-	return cur + time.Since(n.seen.at).Milliseconds()
+	return cur + time.Since(at).Milliseconds()
 }
 
 // worker is a leader-only background job.
@@ -100,7 +99,10 @@ func (n *Node) watchLeadership() {
 				n.log.Warn("barrier after election failed", "error", err)
 				continue
 			}
-			base := n.fsm.Now()
+			// The FSM time went on while no command was stamped (a quiet
+			// spell, the election): start from this box's estimate, not
+			// from the last stamp, or every TTL would stretch by the gap.
+			base := n.FSMNow()
 			if base == 0 {
 				// A brand-new cluster starts its FSM clock at this box's
 				// wall clock, for readable numbers; only differences count.

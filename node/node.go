@@ -66,12 +66,6 @@ type Node struct {
 	probe         peerProbe
 	metrics       *nodeMetrics
 
-	seen struct {
-		sync.Mutex
-		fsm int64
-		at  time.Time
-	}
-
 	extrasMu    sync.Mutex
 	cloudStatus func() any
 

@@ -1,0 +1,134 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"masterorder/node"
+	"masterorder/node/nodetest"
+)
+
+// frequentSnapshots makes Raft snapshot and compact its log often.
+func frequentSnapshots(_ int, c *node.Config) {
+	c.Raft.SnapshotThreshold = 64
+	c.Raft.TrailingLogs = 32
+	c.Raft.SnapshotInterval = node.Duration{Duration: 100 * time.Millisecond}
+}
+
+func stat(n *node.Node, key string) uint64 {
+	v, _ := strconv.ParseUint(n.Raft().Stats()[key], 10, 64)
+	return v
+}
+
+// writeManyKeys writes count keys through n with a few callers at once.
+func writeManyKeys(t *testing.T, n *node.Node, prefix string, count int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < count; i += 8 {
+				if _, err := n.KV().SetIfAbsent(context.Background(), fmt.Sprintf("%s%04d", prefix, i), []byte("v"), 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// A node that was down while the others compacted their logs past its last
+// entry is brought up by a snapshot install, and ends byte-for-byte equal.
+func TestFarBehindNodeCatchesUpBySnapshotInstall(t *testing.T) {
+	restored := make([]atomic.Uint64, 3)
+	c := nodetest.Start(t, 3, frequentSnapshots, nil, func(i int, n *node.Node) {
+		n.FSM().SetRestoreListener(func(applied uint64) { restored[i].Store(applied) })
+	})
+	_, leader := c.WaitLeader(5 * time.Second)
+	writeManyKeys(t, leader, "early:", 20)
+	fi, f := c.Follower()
+	behind := stat(f, "last_log_index")
+	c.StopNode(fi)
+
+	// Write until the leader's log no longer holds what the stopped node
+	// needs next: its first index is the snapshot index minus the trailing
+	// logs kept.
+	deadline := time.Now().Add(20 * time.Second)
+	batch := 0
+	for {
+		_, leader = c.WaitLeader(5 * time.Second)
+		writeManyKeys(t, leader, fmt.Sprintf("late%d:", batch), 100)
+		batch++
+		snap := stat(leader, "last_snapshot_index")
+		if snap > 32 && snap-32 > behind+1 {
+			t.Logf("leader snapshot at %d, log kept from about %d; stopped node has up to %d", snap, snap-32, behind)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leader never compacted past %d (snapshot index %d)", behind, snap)
+		}
+	}
+
+	n := c.StartNode(fi)
+	deadline = time.Now().Add(15 * time.Second)
+	for restored[fi].Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted node was not restored from a snapshot (applied %d, leader %d)", n.FSM().Applied(), leader.FSM().Applied())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("restarted node restored from a snapshot at applied index %d; its snapshot store has %d", restored[fi].Load(), stat(n, "last_snapshot_index"))
+	if got := stat(n, "last_snapshot_index"); got <= behind {
+		t.Fatalf("restarted node's last snapshot index %d, want past %d", got, behind)
+	}
+	c.AssertIdentical(10 * time.Second)
+	for _, k := range []string{"early:0000", fmt.Sprintf("late%d:0099", batch-1)} {
+		if _, ok, _ := n.KV().Get(k); !ok {
+			t.Fatalf("restarted node misses %s", k)
+		}
+	}
+}
+
+// A node whose FSM files are lost (a corrupt SD card partition, say) but
+// whose Raft log and snapshots survive rebuilds the FSM from its newest
+// snapshot and log at start.
+func TestLostFSMFilesRebuiltFromSnapshotAndLog(t *testing.T) {
+	c := nodetest.Start(t, 3, frequentSnapshots, nil, nil)
+	_, leader := c.WaitLeader(5 * time.Second)
+	writeManyKeys(t, leader, "k:", 300)
+	fi, f := c.Follower()
+	deadline := time.Now().Add(10 * time.Second)
+	for stat(f, "last_snapshot_index") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("follower took no snapshot")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.StopNode(fi)
+	for _, name := range []string{"fsm.bolt", "domain.sqlite", "domain.sqlite-wal", "domain.sqlite-shm"} {
+		if err := os.Remove(filepath.Join(c.Configs[fi].DataDir, "fsm", name)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	_, leader = c.WaitLeader(5 * time.Second)
+	writeManyKeys(t, leader, "more:", 20)
+	n := c.StartNode(fi)
+	c.AssertIdentical(10 * time.Second)
+	if _, ok, _ := n.KV().Get("k:0000"); !ok {
+		t.Fatal("rebuilt node misses k:0000")
+	}
+}
