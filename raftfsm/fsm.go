@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-	"time"
 
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
@@ -71,7 +70,6 @@ type FSM struct {
 	applied uint64
 	now     int64
 	wall    int64
-	nowAt   time.Time // local monotonic instant now was last set (see NowAt)
 	nowAt   time.Time // local monotonic instant now was last set (see NowAt)
 	halted  error
 	advance chan struct{} // closed and replaced whenever applied moves
@@ -149,7 +147,6 @@ func (f *FSM) initMeta() error {
 		f.state.Lock()
 		f.applied = getU64(b, keyApplied)
 		f.now = int64(getU64(b, keyNow))
-		f.nowAt = time.Now()
 		f.nowAt = time.Now()
 		f.wall = int64(getU64(b, keyWall))
 		f.state.Unlock()
@@ -255,18 +252,6 @@ func (f *FSM) NowAt() (now int64, at time.Time) {
 	return f.now, f.nowAt
 }
 
-// NowAt returns the FSM time of the last applied command and the local
-// instant (with Go's monotonic reading) at which this node applied it, or
-// opened or restored its files. The FSM time at any later moment is at
-// least now + time.Since(at): the leader stamped it before this node
-// applied it, and FSM time runs at monotonic speed. It is bookkeeping for
-// estimates, never an input to Apply.
-func (f *FSM) NowAt() (now int64, at time.Time) {
-	f.state.Lock()
-	defer f.state.Unlock()
-	return f.now, f.nowAt
-}
-
 // LastWall is the wall clock the last leader stamped (display only).
 func (f *FSM) LastWall() int64 {
 	f.state.Lock()
@@ -350,9 +335,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.state.Lock()
 	if last > f.applied {
-		if now != f.now {
-			f.nowAt = time.Now()
-		}
 		if now != f.now {
 			f.nowAt = time.Now()
 		}
