@@ -112,6 +112,8 @@ type FirestoreConfig struct {
 	ProjectID       string `toml:"project_id"`
 	CredentialsFile string `toml:"credentials_file"`
 	EmulatorHost    string `toml:"emulator_host"`
+	// MaxBackoff caps the wait between retries while the cloud is away.
+	MaxBackoff Duration `toml:"max_backoff"`
 }
 
 // RetentionConfig bounds what a box keeps over years.
@@ -182,7 +184,12 @@ func ParseConfig(raw []byte) (Config, error) {
 		}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
-			return Config{}, &ConfigError{Setting: strings.Join(de.Key(), "."), Problem: de.Error()}
+			setting := strings.Join(de.Key(), ".")
+			if setting == "" { // a syntax error outside any key: say where
+				row, col := de.Position()
+				setting = fmt.Sprintf("(line %d, column %d)", row, col)
+			}
+			return Config{}, &ConfigError{Setting: setting, Problem: de.Error()}
 		}
 		return Config{}, &ConfigError{Setting: "(file)", Problem: err.Error()}
 	}
@@ -289,8 +296,8 @@ func (c *Config) Validate() error {
 		return bad("admission.idempotency_ttl", "must be positive")
 	}
 	if c.Firestore.Enabled {
-		if !idPattern.MatchString(c.Firestore.ProjectID) && c.Firestore.ProjectID == "" {
-			return bad("firestore.project_id", "is required when firestore.enabled")
+		if c.Firestore.ProjectID != "" && !idPattern.MatchString(c.Firestore.ProjectID) {
+			return bad("firestore.project_id", "must match [A-Za-z0-9_-]{1,64} (empty: taken from the credentials file)")
 		}
 		if c.Firestore.EmulatorHost == "" && c.Firestore.CredentialsFile == "" {
 			return bad("firestore.credentials_file", "is required when firestore.enabled (or set emulator_host)")

@@ -24,6 +24,9 @@ func Attach(n *node.Node, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.startCloudSync(n); err != nil {
+		return nil, err
+	}
 	s.Routes(n.Echo())
 	s.instrument()
 	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)

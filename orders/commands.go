@@ -28,6 +28,7 @@ const (
 	CmdOutboxSynced   raftfsm.CommandType = 42
 	CmdRevokeToken    raftfsm.CommandType = 43
 	CmdHousekeeping   raftfsm.CommandType = 44
+	CmdCloudState     raftfsm.CommandType = 45
 )
 
 // Register adds the domain commands to the node's dispatch table.
@@ -45,6 +46,7 @@ func Register(reg *raftfsm.Registry) {
 	reg.Register(CmdOutboxSynced, "orders.outboxSynced", applyOutboxSynced)
 	reg.Register(CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
 	reg.Register(CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
+	reg.Register(CmdCloudState, "orders.cloudState", applyCloudState)
 }
 
 // Result is what every domain command answers: an HTTP status with either
@@ -291,7 +293,8 @@ func applyRevokeToken(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error)
 // ---- cloud sync ----
 
 type outboxSyncedCmd struct {
-	Seqs []int64 `json:"seqs"`
+	Seqs     []int64 `json:"seqs"`
+	SyncedAt int64   `json:"syncedAt"` // leader's wall clock, for display
 }
 
 func applyOutboxSynced(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
@@ -301,6 +304,11 @@ func applyOutboxSynced(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error
 	}
 	if err := store.DeleteOutbox(ctx.DB, c.Seqs); err != nil {
 		return nil, err
+	}
+	if c.SyncedAt > 0 {
+		if err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Put(keyCloudLastSync, []byte(fmt.Sprint(c.SyncedAt)), 0); err != nil {
+			return nil, err
+		}
 	}
 	return ok(map[string]int{"synced": len(c.Seqs)})
 }

@@ -15,6 +15,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/staffauth"
+	"masterorder/orders/cloudsync"
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 	"masterorder/raftfsm"
@@ -28,6 +29,7 @@ type Service struct {
 	hub     *stream.Hub
 	auth    *staffauth.Auth
 	limiter *staffauth.LoginLimiter
+	syncer  *cloudsync.Syncer // nil unless [firestore] enabled
 	// passwordHash is the staff password's bcrypt hash.
 	passwordHash string
 }
@@ -76,6 +78,9 @@ func (s *Service) publish(events []raftfsm.Event) {
 	}
 	if len(out) > 0 {
 		s.hub.Publish(out)
+		if s.syncer != nil {
+			s.syncer.Notify() // every kitchen event left an outbox row
+		}
 	}
 }
 
