@@ -28,8 +28,12 @@ func sqliteDSN(path string, readOnly bool) string {
 	} else {
 		q.Set("_txlock", "immediate")
 	}
-	return "file:" + path + "?" + q.Encode()
+	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
 }
+
+// uriPath escapes what would end the path of a file: URI early: a data_dir
+// with '#' or '?' in it must not put the database somewhere else.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 func openSQLite(path string) (w, r *sql.DB, err error) {
 	w, err = sql.Open("sqlite", sqliteDSN(path, false))
