@@ -1,0 +1,558 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"masterorder/node"
+	"masterorder/node/nodetest"
+	"masterorder/node/staffauth"
+	"masterorder/orders"
+)
+
+const staffPassword = "browser-test-password"
+
+var (
+	hashOnce sync.Once
+	pwHash   string
+	hashErr  error
+)
+
+func passwordHash(t testing.TB) string {
+	t.Helper()
+	hashOnce.Do(func() { pwHash, hashErr = staffauth.HashPassword(staffPassword) })
+	if hashErr != nil {
+		t.Fatal(hashErr)
+	}
+	return pwHash
+}
+
+// ---------------------------------------------------------------- the store
+
+// store is a running three-node cluster with the domain attached and the
+// demo menu loaded (the ramen shop of `masterorder demo`).
+type store struct {
+	t     *testing.T
+	c     *nodetest.Cluster
+	svcs  []*orders.Service
+	token string
+	hc    *http.Client
+}
+
+func startStore(t *testing.T) *store {
+	t.Helper()
+	s := &store{t: t, svcs: make([]*orders.Service, 3), hc: &http.Client{Timeout: 10 * time.Second}}
+	hash := passwordHash(t)
+	s.c = nodetest.Start(t, 3, nil, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
+		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: hash})
+		if err != nil {
+			t.Fatalf("attach node %d: %v", i, err)
+		}
+		s.svcs[i] = svc
+	})
+	li, _ := s.c.WaitLeader(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, _, err := s.svcs[li].SeedDemo(ctx); err != nil {
+		t.Fatalf("seed the demo menu: %v", err)
+	}
+	s.c.WaitConverged(10 * time.Second)
+	for i := range s.c.Nodes {
+		s.waitReady(i)
+	}
+	s.token = s.login(li)
+	return s
+}
+
+func (s *store) url(i int) string { return "http://" + s.c.Configs[i].HTTPAddr }
+
+// leader is the index of the current leader.
+func (s *store) leader() int {
+	i, _ := s.c.WaitLeader(10 * time.Second)
+	return i
+}
+
+func (s *store) waitReady(i int) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if r := s.call(i, "GET", "/readyz", nil, nil); r.status == 200 {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	s.t.Fatalf("node %d not ready within 10s", i)
+}
+
+type apiResp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r apiResp) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+func (r apiResp) reason() string {
+	var e struct {
+		ReasonCode string `json:"reasonCode"`
+	}
+	json.Unmarshal(r.body, &e)
+	return e.ReasonCode
+}
+
+// call is one HTTP request to node i; status -1 when it did not answer.
+func (s *store) call(i int, method, path string, hdr map[string]string, body any) apiResp {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, s.url(i)+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := s.hc.Do(req)
+	if err != nil {
+		return apiResp{status: -1, body: []byte(err.Error())}
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return apiResp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+func (s *store) login(i int) string {
+	s.t.Helper()
+	r := s.call(i, "POST", "/api/staff/login", nil, map[string]string{"password": staffPassword})
+	if r.status != 200 {
+		s.t.Fatalf("login on node %d: %d %s", i, r.status, r.body)
+	}
+	var out struct{ Token string }
+	r.decode(s.t, &out)
+	return out.Token
+}
+
+func (s *store) staff(i int, method, path string, body any) apiResp {
+	s.t.Helper()
+	return s.call(i, method, path, map[string]string{"Authorization": "Bearer " + s.token}, body)
+}
+
+type session struct {
+	SessionID string `json:"sessionId"`
+	TableID   string `json:"tableId"`
+	PIN       string `json:"pin"`
+	GuestURL  string `json:"guestUrl"`
+}
+
+func (s *store) openSession(i int, table string) session {
+	s.t.Helper()
+	r := s.staff(i, "POST", "/api/staff/sessions", map[string]string{"tableId": table})
+	if r.status != 200 {
+		s.t.Fatalf("open table %s on node %d: %d %s", table, i, r.status, r.body)
+	}
+	var out session
+	r.decode(s.t, &out)
+	return out
+}
+
+type orderLine struct {
+	MenuID   string   `json:"menuId"`
+	Quantity int      `json:"quantity"`
+	Toppings []string `json:"toppings"`
+}
+
+type order struct {
+	OrderID    int64  `json:"orderId"`
+	SessionID  string `json:"sessionId"`
+	TableID    string `json:"tableId"`
+	Status     string `json:"status"`
+	TotalPrice int64  `json:"totalPrice"`
+	RequestID  string `json:"requestId"`
+	Items      []struct {
+		MenuID   string `json:"menuId"`
+		Quantity int    `json:"quantity"`
+		Toppings []struct {
+			ToppingID string `json:"toppingId"`
+		} `json:"toppings"`
+	} `json:"items"`
+}
+
+func uuidV4() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func newClientID() string {
+	var b [18]byte
+	rand.Read(b[:])
+	return "guest-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// guestOrder places an order as a guest through node i, retrying the same
+// Idempotency-Key through the given nodes while the cluster has no quorum
+// or a node does not answer (as order-sdk.js does); it returns the order id.
+func (s *store) guestOrder(nodes []int, sess session, lines []orderLine, within time.Duration) int64 {
+	s.t.Helper()
+	hdr := map[string]string{
+		"Idempotency-Key":         uuidV4(),
+		"X-MasterOrder-Client-Id": newClientID(),
+		"X-Session-PIN":           sess.PIN,
+	}
+	body := map[string]any{"items": lines}
+	deadline := time.Now().Add(within)
+	var last apiResp
+	for try := 0; time.Now().Before(deadline); try++ {
+		last = s.call(nodes[try%len(nodes)], "POST", "/api/guest/sessions/"+sess.SessionID+"/orders", hdr, body)
+		if last.status == 200 {
+			var out struct{ OrderID int64 }
+			last.decode(s.t, &out)
+			return out.OrderID
+		}
+		if last.status != -1 && last.status != 503 && last.status != 429 && last.status != 409 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("guest order for %s: %d %s", sess.TableID, last.status, last.body)
+	return 0
+}
+
+// guestOrders is the session's order history as node i answers it.
+func (s *store) guestOrders(i int, sess session) (int, []order) {
+	s.t.Helper()
+	r := s.call(i, "GET", "/api/guest/sessions/"+sess.SessionID+"/orders?limit=200", map[string]string{"X-Session-PIN": sess.PIN}, nil)
+	if r.status != 200 {
+		return r.status, nil
+	}
+	var out struct{ Orders []order }
+	r.decode(s.t, &out)
+	return r.status, out.Orders
+}
+
+// ---------------------------------------------------------------- the browser
+
+// chromiumPath finds the browser: MO_CHROMIUM, then chromium on PATH, then
+// Debian's /usr/bin/chromium. Without one the test is skipped, except in CI.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("MO_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed; CI must run the browser tests (.ci/run installs it with apt-get install chromium)")
+	}
+	t.Skip("chromium is not installed: skipping the browser tests (apt-get install chromium, or set MO_CHROMIUM=/path/to/chromium)")
+	return ""
+}
+
+// browserBudget bounds one test's browser: past it the browser is killed and
+// whatever waits on it fails.
+const browserBudget = 90 * time.Second
+
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// startBrowser starts a headless Chromium with a fresh profile for this
+// test. It is stopped, with every child process, when the test ends.
+func startBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromiumPath(t)
+	dir := t.TempDir()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(dir),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-proxy-server", true),
+		chromedp.WindowSize(1024, 768),
+	)
+	parent, stop := context.WithTimeout(context.Background(), browserBudget)
+	actx, acancel := chromedp.NewExecAllocator(parent, opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		bcancel()
+		acancel() // kills the browser and waits for it
+		stop()
+		if n := killLeftovers(dir); n > 0 {
+			t.Logf("killed %d chromium processes left over after the browser stopped", n)
+		}
+	})
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return &browser{t: t, ctx: bctx}
+}
+
+// killLeftovers kills the processes (the browser's children, which can
+// outlive it) that run with this test's profile directory; it returns how
+// many there were.
+func killLeftovers(dir string) int {
+	want := []byte("--user-data-dir=" + dir)
+	killed := 0
+	for pass := 0; pass < 3; pass++ {
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return killed
+		}
+		found := 0
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err != nil {
+				continue
+			}
+			for _, arg := range bytes.Split(cmdline, []byte{0}) {
+				if bytes.Equal(arg, want) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					found++
+					break
+				}
+			}
+		}
+		if found == 0 {
+			return killed
+		}
+		killed += found
+		time.Sleep(20 * time.Millisecond)
+	}
+	return killed
+}
+
+// tab is one page of the browser.
+type tab struct {
+	t    *testing.T
+	name string
+	ctx  context.Context
+
+	mu      sync.Mutex
+	console []string
+}
+
+// open opens url in a new tab with a viewport of w×h CSS pixels. The
+// page's console is kept and printed if the test fails.
+func (b *browser) open(name, url string, w, h int64) *tab {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	tb := &tab{t: b.t, name: name, ctx: ctx}
+	b.t.Cleanup(func() {
+		if b.t.Failed() {
+			tb.mu.Lock()
+			b.t.Logf("console of the %s tab:\n  %s", name, strings.Join(tb.console, "\n  "))
+			tb.mu.Unlock()
+		}
+		cancel()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		b.t.Fatalf("open the %s tab: %v", name, err)
+	}
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			tb.console = append(tb.console, fmt.Sprintf("%s %s: %s", m.Time.Format("15:04:05.000"), m.Type, m))
+			tb.mu.Unlock()
+		}
+	}()
+	tb.viewport(w, h)
+	tb.do(chromedp.Navigate(url))
+	return tb
+}
+
+func (tb *tab) viewport(w, h int64) {
+	tb.t.Helper()
+	tb.do(chromedp.EmulateViewport(w, h))
+}
+
+// do runs actions with a 10 s bound.
+func (tb *tab) do(actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		tb.t.Fatalf("%s tab: %v\n%s", tb.name, err, tb.describe())
+	}
+}
+
+// eval evaluates a JavaScript expression in the page (promises awaited).
+// DevTools evaluation is not subject to the page's CSP, unlike
+// chromedp.Poll, whose new Function the CSP forbids.
+func eval[T any](tb *tab, js string) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.t.Fatalf("%s tab: eval %s: %v", tb.name, js, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript condition until it holds; it fails the test
+// after timeout, naming what it waited for.
+func (tb *tab) waitFor(what, js string, timeout time.Duration) time.Duration {
+	tb.t.Helper()
+	start := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+js+")"))
+		cancel()
+		if err == nil && ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			tb.t.Fatalf("%s tab: %s: not within %v (last error %v)\n%s", tb.name, what, timeout, err, tb.describe())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// visibleJS is true when the element exists, no ancestor is hidden and it
+// has a box.
+func visibleJS(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && !e.closest('[hidden]') && e.getClientRects().length > 0; })()`, sel)
+}
+
+func (tb *tab) waitVisible(sel string) {
+	tb.t.Helper()
+	tb.waitFor(sel+" visible", visibleJS(sel), 10*time.Second)
+}
+
+func (tb *tab) visible(sel string) bool {
+	tb.t.Helper()
+	return eval[bool](tb, visibleJS(sel))
+}
+
+func (tb *tab) click(sel string) {
+	tb.t.Helper()
+	tb.do(chromedp.Click(chromedp.CSS(sel)))
+}
+
+func (tb *tab) typeInto(sel, text string) {
+	tb.t.Helper()
+	tb.do(chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	return eval[string](tb, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel))
+}
+
+// describe is what the page shows, for failure messages.
+func (tb *tab) describe() string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 3*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText.slice(0, 1500)`))
+	if err != nil {
+		return "(page unreadable: " + err.Error() + ")"
+	}
+	return "page " + s
+}
+
+// login logs in on the kitchen or staff login form.
+func (tb *tab) login() {
+	tb.t.Helper()
+	tb.waitVisible("#login-form")
+	tb.typeInto("#login-password", staffPassword)
+	tb.click("#login-submit")
+	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 10*time.Second)
+}
+
+// ---------------------------------------------------------------- screenshots
+
+// screenshotDir is the repository's screenshots/ folder (.gitignore keeps
+// it out of git), or MO_SCREENSHOTS.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("MO_SCREENSHOTS"); d != "" {
+		return d
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "screenshots")
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, "screenshots")
+		}
+	}
+}
+
+// screenshot saves what the tab's viewport shows as <dir>/<name>.png and
+// returns the path.
+func (tb *tab) screenshot(name string) string {
+	tb.t.Helper()
+	dir := screenshotDir(tb.t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		tb.t.Fatalf("%s tab: screenshot %s: %v", tb.name, name, err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+	return path
+}
