@@ -123,7 +123,7 @@ func TestCloudSyncWithEmulator(t *testing.T) {
 	// The internet goes away: the store keeps taking orders.
 	emu.Stop()
 	place(4)
-	waitFor(t, "offline with pending orders", 20*time.Second, func() bool {
+	waitFor(t, "offline with pending orders", 60*time.Second, func() bool {
 		c := s.cloud(1).CloudSync
 		return c.Pending >= 4 && !c.Online && c.LastError != nil
 	})

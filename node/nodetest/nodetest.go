@@ -98,6 +98,12 @@ func Configs(t testing.TB, n int, dir string) []node.Config {
 		c.ClusterSecret = "test-cluster-secret-0123456789"
 		c.Staff.TokenSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 		c.Demo = true
+		// Test machines are busy (race detector, parallel packages, two
+		// cores): LAN timeouts would make leadership flap. Tests that
+		// measure failover set their own.
+		c.Raft.HeartbeatTimeout.Duration = time.Second
+		c.Raft.ElectionTimeout.Duration = time.Second
+		c.Raft.LeaderLeaseTimeout.Duration = 500 * time.Millisecond
 		c.Peers = append([]node.Peer(nil), peers...)
 		cfgs = append(cfgs, c)
 	}
