@@ -41,9 +41,9 @@ func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
 		if sess, found, err = s.loadSession(id); err != nil {
 			return sess, false, s.failErr(c, err)
 		}
-		if !found {
-			return sess, false, s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
-		}
+	}
+	if !found {
+		return sess, false, s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
 	client := pinClient(c)
 	for _, k := range []string{keyPINLock("client", client), keyPINLock("session", id)} {
