@@ -188,6 +188,9 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	// A keyed order is idempotent: after a leader change the same command
 	// is proposed again and answers with a replay, never a second order.
 	r, err := s.propose(c, CmdPlaceOrder, cmd, key != "")
+	if err == nil && !guest && r.Status == http.StatusOK {
+		r, err = s.staffOrderBody(c, r)
+	}
 	if err != nil {
 		return s.failErr(c, err)
 	}

@@ -325,6 +325,39 @@ func (s *Service) staffOrder(c echo.Context) error {
 	return s.placeOrder(c, sid, "staff")
 }
 
+// staffOrderBody answers a staff order with the order object itself, on
+// top of the fields a guest's success carries.
+func (s *Service) staffOrderBody(c echo.Context, r Result) (Result, error) {
+	var body map[string]any
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		return r, err
+	}
+	id, _ := body["orderId"].(float64)
+	if err := s.consistent(c.Request().Context()); err != nil {
+		return r, err
+	}
+	var o store.Order
+	var found bool
+	if err := s.query(func(db store.DB) (err error) { o, found, err = store.GetOrder(db, int64(id)); return }); err != nil || !found {
+		return r, err
+	}
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return r, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return r, err
+	}
+	for k, v := range body {
+		if k != "status" { // the order's current status wins
+			obj[k] = v
+		}
+	}
+	r.Body, err = json.Marshal(obj)
+	return r, err
+}
+
 func (s *Service) patchOrder(c echo.Context) error {
 	id, err := strconv.ParseInt(c.Param("orderId"), 10, 64)
 	if err != nil || id < 1 || id > 1<<31-1 {
