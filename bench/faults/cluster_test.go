@@ -239,7 +239,9 @@ func (c *cluster) start(id string) {
 	fmt.Fprintf(lf, "{\"fault-suite\":\"start %s at %s\"}\n", id, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(binary, "run", "--config", p.cfgPath)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group (killed as a group); Pdeathsig also takes it down
+	// if the test binary dies without running its cleanups (-timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		c.t.Fatalf("start %s: %v", id, err)
