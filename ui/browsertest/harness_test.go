@@ -381,11 +381,13 @@ type tab struct {
 	console []string
 }
 
-// open opens url in a new tab with a viewport of w×h CSS pixels. The
-// page's console is kept and printed if the test fails.
+// open opens url in a new tab with a viewport of w×h CSS pixels. Each tab
+// is its own device: a browser context of its own, so no storage or
+// cookies are shared between tabs. The page's console is kept and printed
+// if the test fails.
 func (b *browser) open(name, url string, w, h int64) *tab {
 	b.t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
 	tb := &tab{t: b.t, name: name, ctx: ctx}
 	b.t.Cleanup(func() {
 		if b.t.Failed() {
@@ -555,4 +557,32 @@ func (tb *tab) screenshot(name string) string {
 		tb.t.Fatal(err)
 	}
 	return path
+}
+
+func scrollTop() chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)
+}
+
+func scrollIntoView(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: 'start'})`, sel))
+}
+
+// checkNoSidewaysScroll fails the test when the page is wider than the
+// viewport (a phone would scroll it sideways), naming the widest culprits.
+func (tb *tab) checkNoSidewaysScroll(what string) {
+	tb.t.Helper()
+	out := eval[string](tb, `(() => {
+		const w = document.documentElement.clientWidth;
+		if (document.documentElement.scrollWidth <= w + 1) return '';
+		const wide = [];
+		for (const el of document.querySelectorAll('body *')) {
+			if (el.closest('[hidden]') || el.closest('.table-wrap')) continue;
+			const r = el.getBoundingClientRect();
+			if (r.width > 0 && r.right > w + 1) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + String(el.className).split(' ').join('.') : '') + ' right=' + Math.round(r.right));
+		}
+		return 'page ' + document.documentElement.scrollWidth + 'px wide in a ' + w + 'px viewport: ' + wide.slice(0, 6).join(', ');
+	})()`)
+	if out != "" {
+		tb.t.Errorf("%s: %s", what, out)
+	}
 }

@@ -1,0 +1,117 @@
+package browsertest
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStaffOpensTableAndChecksOut: on the staff console a staff user logs
+// in, opens table B7 and gets its QR code and PIN; the guest orders with
+// that PIN; the staff user begins the checkout (the bill lists the order
+// and its total, and the table takes no new orders meanwhile), completes
+// it, and the session is closed: every guest call for it answers 410 on
+// every node.
+func TestStaffOpensTableAndChecksOut(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	n := s.leader()
+	f := (n + 1) % 3 // a follower: the console is served by one, the guest orders through another
+
+	st := b.open("staff", s.url(f)+"/staff/", tabletW, tabletH)
+	st.login()
+	st.waitVisible("#page-tables")
+	st.waitFor("the node label", `document.querySelector('#node-label').textContent !== ''`, 5*time.Second)
+
+	// ---- open a table: QR and PIN
+	st.typeInto("#open-session-table", "B7")
+	st.click("#open-session-submit")
+	st.waitVisible("#session-detail")
+	if got := st.text("#session-table"); got != "B7" {
+		t.Fatalf("session table %q, want B7", got)
+	}
+	pin := st.text("#session-pin")
+	if !regexp.MustCompile(`^\d{4}$`).MatchString(pin) {
+		t.Fatalf("session PIN %q, want 4 digits", pin)
+	}
+	sid := strings.TrimSpace(st.text("#session-id"))
+	url := st.text("#session-url")
+	if sid == "" || !strings.Contains(url, "/guest/?s="+sid) {
+		t.Fatalf("session id %q, guest URL %q: want the URL to open that session", sid, url)
+	}
+	st.waitFor("the QR code image loaded", `(() => { const i = document.querySelector('#session-qr'); return !i.hidden && i.complete && i.naturalWidth >= 64; })()`, 5*time.Second)
+	qr := eval[map[string]float64](st, `(() => { const i = document.querySelector('#session-qr'); return {w: i.naturalWidth, h: i.naturalHeight, shown: i.getBoundingClientRect().width}; })()`)
+	t.Logf("staff: table B7 opened: session %s, PIN %s, QR %vx%v px (shown %v px wide), guest URL %s", sid, pin, qr["w"], qr["h"], qr["shown"], url)
+	st.waitVisible(`#sessions-list tr[data-session-id="` + sid + `"][data-table-id="B7"]`)
+	st.screenshot("flow-staff-table-opened-tablet")
+
+	// The guest orders with what the console showed.
+	b7 := session{SessionID: sid, TableID: "B7", PIN: pin}
+	if code, _ := s.guestOrders(n, b7); code != 200 {
+		t.Fatalf("guest history with the PIN the console shows: %d", code)
+	}
+	oid := s.guestOrder([]int{n}, b7, []orderLine{{MenuID: "karaage", Quantity: 1, Toppings: []string{}}, {MenuID: "beer", Quantity: 2, Toppings: []string{}}}, 10*time.Second)
+	const total = 550 + 600*2
+
+	// ---- checkout: begin, the bill, complete
+	st.click("#checkout-begin")
+	st.waitVisible("#checkout-panel")
+	st.waitVisible(fmt.Sprintf(`#checkout-orders tr[data-order-id="%d"]`, oid))
+	st.waitFor("the bill total", fmt.Sprintf(`document.querySelector('#checkout-total').dataset.total === '%d'`, total), 5*time.Second)
+	if got := st.text("#checkout-total"); got != "¥1,750" {
+		t.Errorf("bill total %q, want ¥1,750", got)
+	}
+	if n := eval[int](st, `document.querySelectorAll('#checkout-orders tr[data-order-id]').length`); n != 1 {
+		t.Errorf("the bill lists %d orders, want 1", n)
+	}
+	if st.visible("#session-error") {
+		t.Errorf("checkout begin shows an error: %q", st.text("#session-error"))
+	}
+	st.screenshot("flow-staff-checkout-tablet")
+	// The checkout holds the table: a guest order now is refused.
+	r := s.call(n, "POST", "/api/guest/sessions/"+sid+"/orders", map[string]string{
+		"Idempotency-Key": uuidV4(), "X-MasterOrder-Client-Id": newClientID(), "X-Session-PIN": pin,
+	}, map[string]any{"items": []orderLine{{MenuID: "gyoza", Quantity: 1, Toppings: []string{}}}})
+	if r.status != 409 || r.reason() != "SESSION_BUSY" {
+		t.Errorf("guest order during the checkout: %d %s, want 409 SESSION_BUSY", r.status, r.body)
+	}
+
+	st.click("#checkout-complete")
+	st.waitVisible(`#confirm-dialog[data-kind="checkout"]`)
+	if msg := st.text("#confirm-message"); !strings.Contains(msg, "B7") || !strings.Contains(msg, "¥1,750") {
+		t.Errorf("checkout confirmation %q: want the table and the total", msg)
+	}
+	st.click("#confirm-ok")
+	st.waitVisible("#checkout-result")
+	if got := eval[string](st, `document.querySelector('#checkout-result').dataset.total`); got != fmt.Sprint(total) {
+		t.Errorf("checkout result total %q, want %d (%q)", got, total, st.text("#checkout-result"))
+	}
+	st.waitFor("B7 gone from the open tables", `!document.querySelector('#sessions-list tr[data-table-id="B7"]')`, 5*time.Second)
+	if st.visible("#checkout-begin") || st.visible("#session-qr") {
+		t.Errorf("a closed table still offers checkout or its QR code")
+	}
+	t.Logf("staff: checkout done: %q", st.text("#checkout-result"))
+	st.screenshot("flow-staff-checked-out-tablet")
+
+	// ---- the session is CLOSED, on every node
+	for i := 0; i < 3; i++ {
+		deadline := time.Now().Add(5 * time.Second)
+		var r apiResp
+		for {
+			r = s.call(i, "GET", "/api/guest/sessions/"+sid, map[string]string{"X-Session-PIN": pin}, nil)
+			if r.status == 410 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		if r.status != 410 || r.reason() != "SESSION_CLOSED" {
+			t.Errorf("node %d: guest GET of the checked-out session: %d %s, want 410 SESSION_CLOSED", i, r.status, r.body)
+		}
+	}
+	r = s.staff(n, "GET", "/api/staff/sessions?status=CLOSED", nil)
+	if r.status != 200 || !strings.Contains(string(r.body), sid) {
+		t.Errorf("closed sessions: %d %s, want %s among them", r.status, r.body, sid)
+	}
+}
