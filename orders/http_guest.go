@@ -1,7 +1,6 @@
 package orders
 
 import (
-	"crypto/subtle"
 	"io"
 	"net/http"
 	"time"
@@ -46,20 +45,26 @@ func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
 		return sess, false, s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
 	client := pinClient(c)
-	for _, k := range []string{keyPINLock("client", client), keyPINLock("session", id)} {
-		if e, live, err := s.node.KV().Get(k); err == nil && live {
-			wait := time.Duration(e.ExpiresAt-s.node.FSMNow()) * time.Millisecond
-			return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", max(wait, time.Second), nil)
-		}
+	// Lockouts are cluster-wide and must hold against concurrent guesses
+	// on any node (pinguard.go).
+	s.pinCatchUp(c.Request().Context(), client, id)
+	if wait, locked := s.pinLocked(client, id); locked {
+		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", wait, nil)
 	}
 	if sess.Status != store.SessionActive {
 		return sess, false, s.fail(c, http.StatusGone, "SESSION_CLOSED", 0, nil)
 	}
-	pin := c.Request().Header.Get("X-Session-PIN")
-	if subtle.ConstantTimeCompare([]byte(pin), []byte(sess.PIN)) != 1 {
+	right, wait, release := s.pinAttempt(client, id, c.Request().Header.Get("X-Session-PIN"), sess.PIN)
+	if wait > 0 {
+		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", wait, nil)
+	}
+	if !right {
+		defer release()
 		if _, err := s.propose(c, CmdPINFailure, pinFailureCmd{SessionID: id, Client: client, Node: s.cfg.NodeID}, false); err != nil {
 			return sess, false, s.failErr(c, err)
 		}
+		// Our replica counts this failure before the guard forgets it.
+		s.consistent(c.Request().Context())
 		return sess, false, s.fail(c, http.StatusUnauthorized, "INVALID_PIN", 0, nil)
 	}
 	return sess, true, nil
