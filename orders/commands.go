@@ -36,7 +36,11 @@ func Register(reg *raftfsm.Registry) {
 	reg.Register(CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
 	reg.Register(CmdSetStock, "orders.setStock", applySetStock)
 	reg.Register(CmdOpenSession, "orders.openSession", applyOpenSession)
-	reg.Register(CmdPlaceOrder, "orders.placeOrder", applyPlaceOrder)
+	// Each node keeps its own menu cache for pricing inside Apply.
+	cat := &catalog{}
+	reg.Register(CmdPlaceOrder, "orders.placeOrder", func(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+		return applyPlaceOrder(ctx, payload, cat)
+	})
 	reg.Register(CmdSetOrderStatus, "orders.setOrderStatus", applySetOrderStatus)
 	reg.Register(CmdCheckoutBegin, "orders.checkoutBegin", applyCheckoutBegin)
 	reg.Register(CmdCheckoutCancel, "orders.checkoutCancel", applyCheckoutCancel)
@@ -110,6 +114,9 @@ func applyUpsertMenu(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 		return out, nil
 	}
 	if err := store.UpsertMenuItem(ctx.DB, c.Item); err != nil {
+		return nil, err
+	}
+	if err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Put(keyCatalogVersion, []byte(fmt.Sprint(ctx.Index)), 0); err != nil {
 		return nil, err
 	}
 	item, _, err := store.GetMenuItem(ctx.DB, c.Item.MenuID)

@@ -205,33 +205,33 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 // catalogKnows checks every menu id and topping of the cart against the
 // local catalog; empty reports a replica with no menu at all.
 func (s *Service) catalogKnows(lines []admission.Line) (empty, known bool, err error) {
-	err = s.query(func(db store.DB) error {
-		var err error
-		if empty, err = store.CatalogEmpty(db); err != nil || empty {
-			return err
+	var version string
+	if e, live, err := s.node.KV().Get(keyCatalogVersion); err != nil {
+		return false, false, err
+	} else if live {
+		version = string(e.Value)
+	}
+	var menu map[string]store.MenuItem
+	if err := s.query(func(db store.DB) (err error) { menu, err = s.catalog.lookup(version, db); return }); err != nil {
+		return false, false, err
+	}
+	if len(menu) == 0 {
+		return true, false, nil
+	}
+	for _, l := range lines {
+		m, found := menu[l.MenuID]
+		if !found {
+			return false, false, nil
 		}
-		known = true
-		for _, l := range lines {
-			m, found, err := store.GetMenuItem(db, l.MenuID)
-			if err != nil {
-				return err
+		for _, t := range l.Toppings {
+			allowed := false
+			for _, mt := range m.Toppings {
+				allowed = allowed || mt.ToppingID == t
 			}
-			if !found {
-				known = false
-				return nil
-			}
-			for _, t := range l.Toppings {
-				allowed := false
-				for _, mt := range m.Toppings {
-					allowed = allowed || mt.ToppingID == t
-				}
-				if !allowed {
-					known = false
-					return nil
-				}
+			if !allowed {
+				return false, false, nil
 			}
 		}
-		return nil
-	})
-	return empty, known, err
+	}
+	return false, true, nil
 }

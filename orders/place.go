@@ -55,7 +55,7 @@ func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millis
 
 // applyPlaceOrder runs the whole admission gate and saves the order, in the
 // decision order of API.md. Rejections write only their audit row.
-func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([]byte, error) {
 	var c placeOrderCmd
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
@@ -154,10 +154,11 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 
 	// Rows 12–13: price and stock, judged on this node's replica of the
 	// catalog, which is the same on every node at this index.
-	items, total, reason, skus, err := priceCart(ctx, c.Items)
+	menu, err := cat.lookup(catalogVersion(t), ctx.DB)
 	if err != nil {
 		return nil, err
 	}
+	items, total, reason, skus := priceCart(menu, c.Items)
 	if reason != "" {
 		return rejectAudited(reasonStatus(reason), reason, 0, skus)
 	}
@@ -256,19 +257,16 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// priceCart prices normalized lines from the catalog at this index. A
-// reason is returned for an unknown or unavailable item or topping.
-func priceCart(ctx *raftfsm.ApplyContext, lines []admission.Line) ([]store.OrderItem, int64, string, []string, error) {
+// priceCart prices normalized lines from the menu at this index. A reason
+// is returned for an unknown or unavailable item or topping.
+func priceCart(menu map[string]store.MenuItem, lines []admission.Line) ([]store.OrderItem, int64, string, []string) {
 	var items []store.OrderItem
 	var total int64
 	var unavailable []string
 	for _, l := range lines {
-		m, found, err := store.GetMenuItem(ctx.DB, l.MenuID)
-		if err != nil {
-			return nil, 0, "", nil, err
-		}
+		m, found := menu[l.MenuID]
 		if !found {
-			return nil, 0, "INVALID_ORDER", nil, nil
+			return nil, 0, "INVALID_ORDER", nil
 		}
 		if !m.Available {
 			unavailable = append(unavailable, m.MenuID)
@@ -282,7 +280,7 @@ func priceCart(ctx *raftfsm.ApplyContext, lines []admission.Line) ([]store.Order
 				}
 			}
 			if top == nil {
-				return nil, 0, "INVALID_ORDER", nil, nil
+				return nil, 0, "INVALID_ORDER", nil
 			}
 			item.Toppings = append(item.Toppings, store.ToppingRef{ToppingID: top.ToppingID, Name: top.Name, Price: top.Price})
 			item.UnitPrice += top.Price
@@ -292,9 +290,9 @@ func priceCart(ctx *raftfsm.ApplyContext, lines []admission.Line) ([]store.Order
 		items = append(items, item)
 	}
 	if len(unavailable) > 0 {
-		return nil, 0, "OUT_OF_STOCK", unavailable, nil
+		return nil, 0, "OUT_OF_STOCK", unavailable
 	}
-	return items, total, "", nil, nil
+	return items, total, "", nil
 }
 
 type skuUnits struct {

@@ -30,6 +30,7 @@ type Service struct {
 	auth    *staffauth.Auth
 	limiter *staffauth.LoginLimiter
 	syncer  *cloudsync.Syncer // nil unless [firestore] enabled
+	catalog catalog           // menu cache for validating carts
 	pins    pinGuard          // wrong PINs in flight on this node
 	// passwordHash is the staff password's bcrypt hash.
 	passwordHash string
