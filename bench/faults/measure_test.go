@@ -160,7 +160,7 @@ func measureFailover(t *testing.T, c *cluster) {
 	}
 	sorted := slices.Clone(ms)
 	slices.Sort(sorted)
-	t.Logf("FIGURE failover (leader SIGKILL → first acknowledged guest order through a survivor): median %.0f ms over 5 runs %v", sorted[2], ms)
+	t.Logf("FIGURE failover (leader SIGKILL → first acknowledged guest order through a survivor): median %.0f ms over 5 runs %v; load average %s", sorted[2], ms, loadavg())
 	c.waitConverged(60 * time.Second)
 }
 
@@ -195,6 +195,16 @@ func (c *cluster) sampleRSS(stop <-chan struct{}) func() map[string]int {
 	}
 }
 
+// loadavg is the host's 1-minute load average: figures from a busy host
+// are not figures of the store.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
 func mib(kb map[string]int) string {
 	var parts []string
 	for _, id := range []string{"a", "b", "c"} {
@@ -212,8 +222,8 @@ func measureFailoverLatency(t *testing.T, c *cluster) {
 	base := storm(t, c, cfg, func() {})
 	close(stop)
 	c.checkReport(base)
-	t.Logf("FIGURE baseline storm (12 tables × 3 guests, 20 s, no faults): %.2f orders/s, order latency p50 %.0f p99 %.0f max %.0f ms; one POST p50 %.0f p99 %.0f ms; peak RSS %s",
-		base.OrdersPerSecond, base.LatencyMs.P50, base.LatencyMs.P99, base.LatencyMs.Max, base.RequestLatencyMs.P50, base.RequestLatencyMs.P99, mib(peak()))
+	t.Logf("FIGURE baseline storm (12 tables × 3 guests, 20 s, no faults): %.2f orders/s, order latency p50 %.0f p99 %.0f max %.0f ms; one POST p50 %.0f p99 %.0f ms; peak RSS %s; load average %s",
+		base.OrdersPerSecond, base.LatencyMs.P50, base.LatencyMs.P99, base.LatencyMs.Max, base.RequestLatencyMs.P50, base.RequestLatencyMs.P99, mib(peak()), loadavg())
 
 	var killedAt time.Duration
 	rep := storm(t, c, cfg, func() {
@@ -226,9 +236,9 @@ func measureFailoverLatency(t *testing.T, c *cluster) {
 		c.waitReady(l, 30*time.Second)
 	})
 	c.checkReport(rep)
-	t.Logf("FIGURE failover window (same storm, leader SIGKILLed %s into it, restarted 5 s later): %.2f orders/s, order latency p50 %.0f p95 %.0f p99 %.0f max %.0f ms (first tap → acknowledged); one POST p50 %.0f p99 %.0f max %.0f ms; %d network errors, rejections %v",
+	t.Logf("FIGURE failover window (same storm, leader SIGKILLed %s into it, restarted 5 s later): %.2f orders/s, order latency p50 %.0f p95 %.0f p99 %.0f max %.0f ms (first tap → acknowledged); one POST p50 %.0f p99 %.0f max %.0f ms; %d network errors, rejections %v; load average %s",
 		killedAt, rep.OrdersPerSecond, rep.LatencyMs.P50, rep.LatencyMs.P95, rep.LatencyMs.P99, rep.LatencyMs.Max,
-		rep.RequestLatencyMs.P50, rep.RequestLatencyMs.P99, rep.RequestLatencyMs.Max, rep.NetworkErrors, rep.Rejections)
+		rep.RequestLatencyMs.P50, rep.RequestLatencyMs.P99, rep.RequestLatencyMs.Max, rep.NetworkErrors, rep.Rejections, loadavg())
 	c.waitConverged(60 * time.Second)
 }
 
@@ -259,8 +269,8 @@ func measureThroughput(t *testing.T, c *cluster) {
 			t.Errorf("%d guests: duplicates=%v lost=%v problems=%v", guests, rep.Duplicates, rep.Lost, rep.Problems)
 		}
 		cmdline := "masterorder " + strings.Join(args[:len(args)-3], " ")
-		t.Logf("FIGURE %d concurrent guests: `%s`: %.2f orders/s (%d in %.1f s), order latency p50 %.0f p99 %.0f ms, one POST p50 %.0f p99 %.0f ms; peak RSS %s",
+		t.Logf("FIGURE %d concurrent guests: `%s`: %.2f orders/s (%d in %.1f s), order latency p50 %.0f p99 %.0f ms, one POST p50 %.0f p99 %.0f ms; peak RSS %s; load average %s",
 			guests, cmdline, rep.OrdersPerSecond, rep.Acknowledged, rep.OrderPhaseSeconds, rep.LatencyMs.P50, rep.LatencyMs.P99,
-			rep.RequestLatencyMs.P50, rep.RequestLatencyMs.P99, mib(peak()))
+			rep.RequestLatencyMs.P50, rep.RequestLatencyMs.P99, mib(peak()), loadavg())
 	}
 }

@@ -167,6 +167,21 @@ func TestFaultSchedules(t *testing.T) {
 			t.Log("remove latency")
 			c.heal()
 		}},
+		{"MajorityLoss", func(t *testing.T, c *cluster) {
+			time.Sleep(3 * time.Second)
+			l := c.waitLeader(10 * time.Second)
+			f := c.followers(l)[0]
+			t.Logf("SIGKILL leader %s, then follower %s: no quorum for 4 s", l, f)
+			c.kill(l)
+			time.Sleep(time.Second)
+			c.kill(f)
+			time.Sleep(4 * time.Second)
+			t.Logf("restart %s and %s", l, f)
+			c.start(l)
+			c.start(f)
+			c.waitReady(l, 30*time.Second)
+			c.waitReady(f, 30*time.Second)
+		}},
 		{"RollingRestart", func(t *testing.T, c *cluster) {
 			time.Sleep(2 * time.Second)
 			for _, id := range c.ids {
