@@ -538,10 +538,11 @@ func screenshotDir(t *testing.T) string {
 	}
 }
 
-// screenshot saves what the tab's viewport shows as <dir>/<name>.png and
-// returns the path.
+// screenshot checks the layout (checkLayout), saves what the tab's
+// viewport shows as <dir>/<name>.png and returns the path.
 func (tb *tab) screenshot(name string) string {
 	tb.t.Helper()
+	tb.checkLayout(name)
 	dir := screenshotDir(tb.t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.t.Fatal(err)
@@ -563,24 +564,54 @@ func scrollTop() chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)
 }
 
-func scrollIntoView(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: 'start'})`, sel))
+// barsJS defines barsBottom(): the bottom of the sticky bars at the top of
+// the page (the top bar, and the staff tabs where they stick).
+const barsJS = `window.barsBottom = () => {
+	let b = 0;
+	for (const el of document.querySelectorAll('.topbar, .nav-tabs')) {
+		if (el.closest('[hidden]') || getComputedStyle(el).position !== 'sticky') continue;
+		b = Math.max(b, el.getBoundingClientRect().bottom);
+	}
+	return b;
+};`
+
+// scrollBelowBars scrolls the page so that the element's top is just
+// below the sticky bars.
+func (tb *tab) scrollBelowBars(sel string) {
+	tb.t.Helper()
+	eval[bool](tb, barsJS+fmt.Sprintf(`window.scrollBy(0, document.querySelector(%q).getBoundingClientRect().top - barsBottom() - 8); true`, sel))
 }
 
-// checkNoSidewaysScroll fails the test when the page is wider than the
-// viewport (a phone would scroll it sideways), naming the widest culprits.
-func (tb *tab) checkNoSidewaysScroll(what string) {
+// checkLayout fails the test when the page is wider than the viewport (a
+// phone would scroll it sideways), naming the culprits, when a status
+// badge is broken over lines, or when a toast covers a warning banner.
+func (tb *tab) checkLayout(what string) {
 	tb.t.Helper()
 	out := eval[string](tb, `(() => {
 		const w = document.documentElement.clientWidth;
-		if (document.documentElement.scrollWidth <= w + 1) return '';
-		const wide = [];
-		for (const el of document.querySelectorAll('body *')) {
-			if (el.closest('[hidden]') || el.closest('.table-wrap')) continue;
-			const r = el.getBoundingClientRect();
-			if (r.width > 0 && r.right > w + 1) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + String(el.className).split(' ').join('.') : '') + ' right=' + Math.round(r.right));
+		const problems = [];
+		const name = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + String(el.className).split(' ').join('.') : '');
+		if (document.documentElement.scrollWidth > w + 1) {
+			const wide = [];
+			for (const el of document.querySelectorAll('body *')) {
+				if (el.closest('[hidden]') || el.closest('.table-wrap')) continue;
+				const r = el.getBoundingClientRect();
+				if (r.width > 0 && r.right > w + 1) wide.push(name(el) + ' right=' + Math.round(r.right));
+			}
+			problems.push('page ' + document.documentElement.scrollWidth + 'px wide in a ' + w + 'px viewport: ' + wide.slice(0, 6).join(', '));
 		}
-		return 'page ' + document.documentElement.scrollWidth + 'px wide in a ' + w + 'px viewport: ' + wide.slice(0, 6).join(', ');
+		for (const el of document.querySelectorAll('.status')) {
+			if (el.closest('[hidden]') || el.getClientRects().length === 0) continue;
+			const lh = parseFloat(getComputedStyle(el).fontSize) * 1.8;
+			if (el.getBoundingClientRect().height > lh) problems.push('badge ' + JSON.stringify(el.textContent) + ' broken over lines (' + Math.round(el.getBoundingClientRect().height) + 'px high)');
+		}
+		const banner = [...document.querySelectorAll('.banner')].find((el) => !el.closest('[hidden]'));
+		const toast = [...document.querySelectorAll('.toast')].find((el) => !el.closest('[hidden]'));
+		if (banner && toast) {
+			const a = banner.getBoundingClientRect(), b = toast.getBoundingClientRect();
+			if (a.bottom > b.top && b.bottom > a.top && a.right > b.left && b.right > a.left) problems.push('the toast covers the banner ' + JSON.stringify(banner.textContent));
+		}
+		return problems.slice(0, 4).join('; ');
 	})()`)
 	if out != "" {
 		tb.t.Errorf("%s: %s", what, out)

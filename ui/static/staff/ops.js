@@ -23,6 +23,13 @@ export function createAuditPage({ api, T }) {
     render();
   }
 
+  // A placed order is logged with reasonCode ADMITTED; anything else is a
+  // refusal.
+  function auditResult(e) {
+    const ok = !e.reasonCode || e.reasonCode === 'ADMITTED';
+    return h('span', { class: 'status ' + (ok ? 'status-READY' : 'status-REJECTED'), text: ok ? T.t('staff.audit.ok') : e.reasonCode });
+  }
+
   function render() {
     const tb = clear($('#audit-list'));
     for (const e of entries) {
@@ -31,7 +38,7 @@ export function createAuditPage({ api, T }) {
           'tr',
           { dataset: { requestId: e.requestId || '', reasonCode: e.reasonCode || '' } },
           h('td', { class: 'small-text', text: dateTimeOf(e.at) }),
-          h('td', null, h('span', { class: 'status ' + (e.reasonCode ? 'status-CANCELLED' : 'status-READY'), text: e.reasonCode || T.t('staff.audit.ok') })),
+          h('td', null, auditResult(e)),
           h('td', { text: e.idempotentReplay ? T.t('common.yesMark') : '' }),
           h('td', { text: e.orderId != null ? '#' + e.orderId : '' }),
           h('td', { class: 'mono', text: e.sessionId || '' }),

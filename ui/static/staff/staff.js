@@ -75,6 +75,8 @@ function createTablesPage() {
     }
     show('#checkout-begin', $('#checkout-panel').hidden);
     show('#session-detail', true);
+    // On a phone the card sits above the list the tap came from.
+    if (!sameSession) $('#session-detail').scrollIntoView({ block: 'nearest' });
   }
 
   async function openSession(ev) {
