@@ -182,6 +182,20 @@ func TestFaultSchedules(t *testing.T) {
 			c.waitReady(l, 30*time.Second)
 			c.waitReady(f, 30*time.Second)
 		}},
+		{"LeaderAlone", func(t *testing.T, c *cluster) {
+			time.Sleep(3 * time.Second)
+			l := c.waitLeader(10 * time.Second)
+			f := c.followers(l)
+			t.Logf("SIGKILL both followers %v: leader %s alone for 6 s", f, l)
+			c.kill(f[0])
+			c.kill(f[1])
+			time.Sleep(6 * time.Second)
+			t.Logf("restart %v", f)
+			c.start(f[0])
+			c.start(f[1])
+			c.waitReady(f[0], 30*time.Second)
+			c.waitReady(f[1], 30*time.Second)
+		}},
 		{"RollingRestart", func(t *testing.T, c *cluster) {
 			time.Sleep(2 * time.Second)
 			for _, id := range c.ids {
