@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -101,12 +102,50 @@ func newEcho(n *Node) *echo.Echo {
 		return err
 	}}))
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
+	e.Use(bodyDeadline)
 	e.Use(securityHeaders)
 	e.Use(n.cors())
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", n.handleReady)
 	e.GET("/api/cluster/status", n.handleStatus)
 	return e
+}
+
+// BodyReadTimeout bounds reading a request body. The server has no
+// overall read timeout (the kitchen stream lives for hours), so without
+// this a client that trickles its body, or announces a chunk it never
+// sends, holds a handler and a connection for ever; a phone could pile
+// them up until the box runs out of file descriptors.
+const BodyReadTimeout = 10 * time.Second
+
+// bodyDeadline sets a read deadline on the connection while a request
+// body is read, and lifts it once the body is read (so a handler that
+// then waits on Raft is not cut off).
+func bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(c.Response())
+			if rc.SetReadDeadline(time.Now().Add(BodyReadTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		return next(c)
+	}
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	once sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(func() { b.rc.SetReadDeadline(time.Time{}) })
+	}
+	return n, err
 }
 
 // securityHeaders: the web apps load nothing from elsewhere and run no

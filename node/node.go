@@ -167,6 +167,9 @@ func (n *Node) Start() error {
 		defer n.wg.Done()
 		srv := n.echo.Server
 		srv.ReadHeaderTimeout = 10 * time.Second
+		// Idle keep-alive connections would otherwise never be reaped
+		// (no ReadTimeout): a phone could hold them by the thousand.
+		srv.IdleTimeout = 2 * time.Minute
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http server stopped", "error", err)
 		}

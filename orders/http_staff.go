@@ -29,6 +29,10 @@ func decodeStrict(c echo.Context, v any) error {
 	if err != nil {
 		return err
 	}
+	// encoding/json would quietly turn invalid UTF-8 into U+FFFD.
+	if !utf8.Valid(body) {
+		return errors.New("body is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits from API.md.
@@ -73,6 +74,9 @@ var ErrInvalidOrder = errors.New("invalid order")
 // wrong types, trailing data, and out-of-range values are rejected.
 func DecodeOrder(body []byte) (OrderRequest, error) {
 	var req OrderRequest
+	if !utf8.Valid(body) { // encoding/json would quietly turn it into U+FFFD
+		return req, fmt.Errorf("%w: body is not valid UTF-8", ErrInvalidOrder)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
