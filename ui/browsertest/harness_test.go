@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"masterorder/node"
@@ -289,7 +291,7 @@ func chromiumPath(t *testing.T) string {
 
 // browserBudget bounds one test's browser: past it the browser is killed and
 // whatever waits on it fails.
-const browserBudget = 90 * time.Second
+const browserBudget = 2 * time.Minute
 
 type browser struct {
 	t   *testing.T
@@ -462,6 +464,29 @@ func (tb *tab) waitFor(what, js string, timeout time.Duration) time.Duration {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// blockOrigins makes the tab unable to reach the given origins, as if the
+// network to them were down; no arguments lifts the block.
+func (tb *tab) blockOrigins(origins ...string) {
+	tb.t.Helper()
+	var patterns []*network.BlockPattern
+	for _, o := range origins {
+		patterns = append(patterns, &network.BlockPattern{URLPattern: o + "/*", Block: true})
+	}
+	tb.do(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, t, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: patterns})
+		return err
+	}))
+}
+
+// eval is eval[bool] for conditions.
+func (tb *tab) eval(js string) bool {
+	tb.t.Helper()
+	return eval[bool](tb, "!!("+js+")")
 }
 
 // visibleJS is true when the element exists, no ancestor is hidden and it
