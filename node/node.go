@@ -213,9 +213,12 @@ func (n *Node) startRaft() error {
 	if n.opts.ServerTLS != nil {
 		// Mutual TLS: the handshake completes before anything reaches Raft
 		// or the internal channel; ALPN tells the two apart.
+		refusals := &logThrottle{window: time.Minute, burst: 20}
 		layer, httpL, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
 			tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
-				n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err)
+				if ok, dropped := refusals.allow(time.Now()); ok {
+					n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
+				}
 			}))
 		if err != nil {
 			return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)

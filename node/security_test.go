@@ -479,3 +479,71 @@ func secWaitUntil(t *testing.T, what string, d time.Duration, cond func() bool) 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+type secSyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *secSyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *secSyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Strangers decide how often the Raft port refuses them, and some of what
+// they send (ALPN names, TLS versions) ends up in the refusal's error text:
+// the log stays one record per line, and the refusals are rate-limited so
+// a phone cannot fill the SD card.
+func TestRaftPortRefusalLogsStayBoundedAndOneLine(t *testing.T) {
+	dir := t.TempDir()
+	secCA(t, dir, "store cluster", "a", "b", "c")
+	buf := &secSyncBuffer{}
+	c := nodetest.Start(t, 3, func(_ int, c *node.Config) {
+		c.TLS = secTLSFiles(dir, c.NodeID)
+	}, func(int) node.Options {
+		return node.Options{Logger: slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	}, nil)
+	addr := c.Configs[0].RaftAddr
+	forged := "x\ntime=2026-01-01T00:00:00Z level=ERROR msg=forged node=a"
+	for i := 0; i < 100; i++ {
+		tc := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{forged, "http/1.1\r\nX: y"}}
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: tc}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if conn, err := d.DialContext(ctx, "tcp", addr); err == nil {
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			io.ReadAll(conn)
+			conn.Close()
+		}
+		cancel()
+	}
+	secWaitUntil(t, "refusals logged", 5*time.Second, func() bool {
+		return strings.Count(buf.String(), "refused a connection") >= 20
+	})
+	time.Sleep(500 * time.Millisecond) // the last handshakes finish
+	out := buf.String()
+	refused := 0
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !strings.HasPrefix(line, "time=") {
+			t.Errorf("log line not written by the handler (injected?): %q", line)
+		}
+		if strings.Contains(line, "refused a connection") && strings.Contains(line, "node=a") {
+			refused++
+		}
+		if strings.HasPrefix(line, "time=2026-01-01") {
+			t.Errorf("forged log line: %q", line)
+		}
+	}
+	if refused > 20 {
+		t.Errorf("%d refusal lines for 100 connections within a minute; want at most 20", refused)
+	}
+	if refused == 0 {
+		t.Errorf("no refusal logged:\n%s", out)
+	}
+}
