@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -162,6 +163,12 @@ func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("forward: %w", ctx.Err())
+		}
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			// Never connected (the old leader is gone): the request
+			// surely did not reach it, so any command may be retried.
+			return nil, fmt.Errorf("%w: forward to %s: %v", errRetry, leaderAddr, err)
 		}
 		// The request may have reached the leader before the failure.
 		return nil, fmt.Errorf("%w: forward to %s: %v", ErrUnknownOutcome, leaderAddr, err)

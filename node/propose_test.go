@@ -224,3 +224,22 @@ func TestCommittedEntriesNotReproposedWhenLeaderShutsDownWithFullApplyQueue(t *t
 		t.Fatalf("%d proposals applied twice (ids %v)", len(d), d)
 	}
 }
+
+// A forward that could not even connect to the old leader (it is gone)
+// surely did not reach it: a non-idempotent command is retried on the new
+// leader instead of failing with an unknown outcome.
+func TestForwardRetriesWhenLeaderRefusesConnections(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil, nil)
+	li, _ := c.WaitLeader(5 * time.Second)
+	fi, f := c.Follower()
+	c.StopNode(li)
+	if id, _ := f.LeaderID(); id != c.Configs[li].NodeID {
+		t.Logf("follower already knows the leader is gone (leader %q); the test proves less", id)
+	}
+	start := time.Now()
+	ok, err := f.KV().SetIfAbsent(context.Background(), "after-leader-gone", []byte("x"), 0)
+	t.Logf("write through the follower took %v", time.Since(start).Round(time.Millisecond))
+	if err != nil || !ok {
+		t.Fatalf("SetIfAbsent through follower %d right after the leader stopped = %v, %v; want a retry on the new leader", fi, ok, err)
+	}
+}

@@ -19,6 +19,15 @@ func skewedClocks(offset []atomic.Int64) func(i int) node.Options {
 	}
 }
 
+// lanTimeouts restores the shipped Raft timeouts (nodetest relaxes them
+// for busy test machines), for tests that time a leader change.
+func lanTimeouts(_ int, c *node.Config) {
+	d := node.Defaults()
+	c.Raft.HeartbeatTimeout = d.Raft.HeartbeatTimeout
+	c.Raft.ElectionTimeout = d.Raft.ElectionTimeout
+	c.Raft.LeaderLeaseTimeout = d.Raft.LeaderLeaseTimeout
+}
+
 // A TTL is judged on FSM time: when the leader changes to a box whose wall
 // clock is an hour behind, after a quiet spell with no command, a key
 // neither vanishes early nor lives on: it lapses TTL after it was written.
@@ -27,7 +36,7 @@ func TestTTLSurvivesLeaderChangeToSkewedClock(t *testing.T) {
 		t.Skip("waits out a TTL")
 	}
 	offset := make([]atomic.Int64, 3)
-	c := nodetest.Start(t, 3, nil, skewedClocks(offset), nil)
+	c := nodetest.Start(t, 3, lanTimeouts, skewedClocks(offset), nil)
 	li, leader := c.WaitLeader(5 * time.Second)
 	for i := range offset {
 		if i != li {
