@@ -105,6 +105,9 @@ func (s *Service) startCloudSync(n *node.Node) error {
 	fc := s.cfg.Firestore
 	n.SetCloudSyncStatus(s.cloudStatus)
 	if !fc.Enabled {
+		// Without a cloud nobody reads the outbox: the leader drains it,
+		// so a store that never syncs keeps a bounded table.
+		n.AddLeaderWorker("outbox-trim", s.trimOutbox)
 		return nil
 	}
 	syncer, err := cloudsync.New(cloudsync.Config{Enabled: true, ProjectID: fc.ProjectID, CredentialsFile: fc.CredentialsFile,
@@ -133,6 +136,38 @@ func (s *Service) startCloudSync(n *node.Node) error {
 		<-done
 	})
 	return nil
+}
+
+// trimOutbox marks pending outbox rows done, a batch at a time.
+func (s *Service) trimOutbox(ctx context.Context) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changes, err := outbox{s}.pendingSeqs(1000)
+		if err == nil && len(changes) > 0 {
+			_, err = s.apply(ctx, CmdOutboxSynced, outboxSyncedCmd{Seqs: changes})
+		}
+		if err != nil && ctx.Err() == nil {
+			s.node.Logger().Warn("trim outbox", "error", err)
+		}
+	}
+}
+
+func (o outbox) pendingSeqs(limit int) ([]int64, error) {
+	var seqs []int64
+	err := o.s.query(func(db store.DB) error {
+		rows, err := store.PendingOutbox(db, limit)
+		for _, r := range rows {
+			seqs = append(seqs, r.Seq)
+		}
+		return err
+	})
+	return seqs, err
 }
 
 // replicateCloudState records the leader's online/error state in the log

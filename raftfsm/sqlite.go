@@ -23,6 +23,9 @@ func sqliteDSN(path string, readOnly bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(OFF)")
 	q.Add("_pragma", "cache_size(-4000)")
+	// The WAL is truncated back to this after checkpoints instead of
+	// staying at its peak size.
+	q.Add("_pragma", "journal_size_limit(16777216)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {
