@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -386,4 +387,81 @@ func TestProcessFailoverTimes(t *testing.T) {
 	t.Logf("failover (kill -9 leader -> first acknowledged write through a survivor), 5 rounds: min %v median %v max %v",
 		times[0].Round(time.Millisecond), times[2].Round(time.Millisecond), times[4].Round(time.Millisecond))
 	t.Logf("RSS after the rounds: a %d KiB, b %d KiB, c %d KiB", rssKiB(pc.pid("a")), rssKiB(pc.pid("b")), rssKiB(pc.pid("c")))
+}
+
+// Resident memory of one node process at idle and while 64 callers write
+// (PUT /api/staff/menu, one Raft command each) through all three nodes
+// for a few seconds.
+func TestProcessMemoryUnderLoad(t *testing.T) {
+	pc := startProcCluster(t)
+	pc.leader(30 * time.Second)
+	token := pc.login("a")
+	time.Sleep(time.Second)
+	idle := map[string]int{}
+	for _, id := range pc.ids {
+		idle[id] = rssKiB(pc.pid(id))
+	}
+	const callers = 64
+	var ok, bad atomic.Int64
+	var peakMu sync.Mutex
+	peak := map[string]int{}
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			peakMu.Lock()
+			for _, id := range pc.ids {
+				peak[id] = max(peak[id], rssKiB(pc.pid(id)))
+			}
+			peakMu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	cli := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: callers}}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			id := pc.ids[c%3]
+			for k := 0; time.Since(start) < 5*time.Second; k++ {
+				body, _ := json.Marshal(map[string]any{"name": "x", "category": "noodles", "price": k, "available": true})
+				req, _ := http.NewRequest("PUT", fmt.Sprintf("http://%s/api/staff/menu/load-%d", pc.http[id], c), bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := cli.Do(req)
+				if err != nil {
+					bad.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					ok.Add(1)
+				} else {
+					bad.Add(1)
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stop)
+	sampler.Wait()
+	t.Logf("%d callers, %v: %d writes acknowledged (%.0f/s), %d failed", callers, elapsed.Round(time.Millisecond), ok.Load(), float64(ok.Load())/elapsed.Seconds(), bad.Load())
+	for _, id := range pc.ids {
+		t.Logf("node %s RSS: idle %d KiB, peak under load %d KiB", id, idle[id], peak[id])
+	}
+	if ok.Load() == 0 || bad.Load() > ok.Load()/100 {
+		t.Fatalf("load failed: %d ok, %d failed", ok.Load(), bad.Load())
+	}
 }
