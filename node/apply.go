@@ -114,6 +114,11 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 var errRetry = errors.New("not applied; retry")
 
 func (n *Node) applyLocal(p Proposal) ([]byte, error) {
+	if err := n.fsm.Halted(); err != nil {
+		// A leader that cannot apply must not commit: hand over.
+		n.stepDownIfHalted()
+		return nil, fmt.Errorf("%w: %v", errRetry, err)
+	}
 	stamp, ok := n.clock.stamp()
 	if !ok || !n.ready.Load() {
 		return nil, fmt.Errorf("%w: leader not ready", errRetry)
@@ -138,6 +143,12 @@ func (n *Node) applyLocal(p Proposal) ([]byte, error) {
 	resp, ok := f.Response().(raftfsm.Response)
 	if !ok {
 		return nil, fmt.Errorf("unexpected fsm response %T", f.Response())
+	}
+	if errors.Is(resp.Err, raftfsm.ErrHalted) {
+		// Committed, so the others apply it, but this node's FSM halted
+		// on it: the result is unknown here.
+		n.stepDownIfHalted()
+		return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, resp.Err)
 	}
 	return resp.Data, resp.Err
 }

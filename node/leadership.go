@@ -99,6 +99,10 @@ func (n *Node) watchLeadership() {
 				n.log.Warn("barrier after election failed", "error", err)
 				continue
 			}
+			if n.fsm.Halted() != nil {
+				n.stepDownIfHalted()
+				continue
+			}
 			// The FSM time went on while no command was stamped (a quiet
 			// spell, the election): start from this box's estimate, not
 			// from the last stamp, or every TTL would stretch by the gap.
@@ -134,6 +138,24 @@ func (n *Node) watchLeadership() {
 			n.workersMu.Unlock()
 		}
 	}
+}
+
+// stepDownIfHalted hands the leadership to another member when this
+// node's state machine halted (a command type it does not know, a disk
+// error): a halted leader would commit every command and answer each
+// with an error, or serve as the source of stale snapshots.
+func (n *Node) stepDownIfHalted() {
+	err := n.fsm.Halted()
+	if err == nil || n.raft.State() != raft.Leader || !n.steppingDown.CompareAndSwap(false, true) {
+		return
+	}
+	n.log.Error("state machine halted on the leader: handing the leadership to another member", "error", err)
+	go func() {
+		defer n.steppingDown.Store(false)
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer from the halted leader", "error", err)
+		}
+	}()
 }
 
 // IsLeader reports whether this node is the ready leader.

@@ -61,6 +61,7 @@ type Node struct {
 	kv            kv.Client
 	clock         leaderClock
 	ready         atomic.Bool // leader: barrier done and clock set
+	steppingDown  atomic.Bool // a halted leader is handing over (stepDownIfHalted)
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe

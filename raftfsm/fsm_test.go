@@ -297,6 +297,13 @@ func TestUnknownCommandHaltsTheFSM(t *testing.T) {
 	if err := f.WaitApplied(t.Context(), 5); !errors.Is(err, raftfsm.ErrHalted) {
 		t.Fatalf("WaitApplied after halt = %v, want ErrHalted", err)
 	}
+	// No snapshot of files that lag what Raft would label it with.
+	if _, err := f.Snapshot(); !errors.Is(err, raftfsm.ErrHalted) {
+		t.Fatalf("Snapshot of a halted FSM = %v, want ErrHalted", err)
+	}
+	if err := f.WriteSnapshot(&bytes.Buffer{}); err == nil {
+		t.Fatal("WriteSnapshot of a halted FSM succeeded")
+	}
 }
 
 func TestHandlerErrorHaltsTheFSM(t *testing.T) {
