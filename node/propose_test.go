@@ -81,10 +81,10 @@ func counterOf(t *testing.T, n *node.Node) uint64 {
 // is unknown to the forwarder, not "surely not applied".
 func TestForwardedCommandNotReproposedWhenLeaderStopsMidApply(t *testing.T) {
 	slow := make([]atomic.Int64, 3)
-	c := nodetest.Start(t, 3, nil, incrOptions(slow), nil)
+	c := nodetest.Start(t, 3, lanTimeouts, incrOptions(slow), nil)
 	li, _ := c.WaitLeader(5 * time.Second)
 	fi, f := c.Follower()
-	slow[li].Store(int64(1500 * time.Millisecond))
+	slow[li].Store(int64(800 * time.Millisecond))
 
 	type result struct {
 		err error
@@ -121,10 +121,10 @@ func TestForwardedCommandNotReproposedWhenLeaderStopsMidApply(t *testing.T) {
 // command whose future failed because Raft shut down under it.
 func TestLocalCommandNotReproposedWhenLeaderStopsMidApply(t *testing.T) {
 	slow := make([]atomic.Int64, 3)
-	c := nodetest.Start(t, 3, nil, incrOptions(slow), nil)
+	c := nodetest.Start(t, 3, lanTimeouts, incrOptions(slow), nil)
 	li, leader := c.WaitLeader(5 * time.Second)
 	fi, f := c.Follower()
-	slow[li].Store(int64(1500 * time.Millisecond))
+	slow[li].Store(int64(800 * time.Millisecond))
 	done := make(chan error, 1)
 	go func() {
 		_, err := leader.Propose(context.Background(), node.Proposal{Type: cmdIncr, Version: 1})
@@ -180,7 +180,7 @@ func TestCommittedEntriesNotReproposedWhenLeaderShutsDownWithFullApplyQueue(t *t
 		t.Skip("fills the apply queue")
 	}
 	slow := make([]atomic.Int64, 3)
-	c := nodetest.Start(t, 3, nil, incrOptions(slow), nil)
+	c := nodetest.Start(t, 3, lanTimeouts, incrOptions(slow), nil)
 	li, leader := c.WaitLeader(5 * time.Second)
 	fi, f := c.Follower()
 	slowOnce[li].Store(int64(3 * time.Second))
@@ -229,7 +229,7 @@ func TestCommittedEntriesNotReproposedWhenLeaderShutsDownWithFullApplyQueue(t *t
 // surely did not reach it: a non-idempotent command is retried on the new
 // leader instead of failing with an unknown outcome.
 func TestForwardRetriesWhenLeaderRefusesConnections(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil, nil)
+	c := nodetest.Start(t, 3, lanTimeouts, nil, nil)
 	li, _ := c.WaitLeader(5 * time.Second)
 	fi, f := c.Follower()
 	c.StopNode(li)

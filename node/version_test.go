@@ -22,7 +22,7 @@ const cmdNewFeature raftfsm.CommandType = 201
 // skipped there; a non-ignorable one stops node 2 from applying (it must
 // not diverge) while the upgraded majority goes on.
 func TestMixedVersionsUnknownCommand(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, func(i int) node.Options {
+	c := nodetest.Start(t, 3, lanTimeouts, func(i int) node.Options {
 		return node.Options{Register: func(reg *raftfsm.Registry) {
 			if i == 2 {
 				return // the old version
@@ -143,7 +143,7 @@ func TestHaltedNodeCatchesUpAfterUpgrade(t *testing.T) {
 // command and answer each with an error; it must hand the leadership to an
 // upgraded node, and writes must succeed again.
 func TestHaltedLeaderStepsDown(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, func(i int) node.Options {
+	c := nodetest.Start(t, 3, lanTimeouts, func(i int) node.Options {
 		return node.Options{Register: func(reg *raftfsm.Registry) {
 			if i == 2 {
 				return
