@@ -95,6 +95,16 @@ func TestTTLSurvivesLeaderChangeToSkewedClock(t *testing.T) {
 		t.Fatalf("key lapsed %v after it was written; TTL %v was stretched", gone, ttl)
 	}
 
+	// The next holder of the lapsed lock gets a larger fencing token, in
+	// the new term too.
+	fence, ok, err := nl.KV().Lock(ctx, "lock:ttl", "t2", time.Minute)
+	if err != nil || !ok || fence <= e.Revision {
+		t.Fatalf("Lock after the lapse = fence %d, %v, %v; want a fence above %d", fence, ok, err, e.Revision)
+	}
+	if ok, err := nl.KV().Unlock(ctx, "lock:ttl", "t"); ok || err != nil {
+		t.Fatalf("the lapsed holder released the new holder's lock: %v %v", ok, err)
+	}
+
 	// A key written under the new leader lapses on time too.
 	if ok, err := nl.KV().SetIfAbsent(ctx, "lock:ttl2", []byte("t"), time.Second); err != nil || !ok {
 		t.Fatalf("SetIfAbsent = %v, %v", ok, err)
