@@ -157,6 +157,12 @@ func (n *Node) applyLocal(p Proposal) ([]byte, error) {
 func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
 	_, leaderAddr := n.LeaderID()
 	if leaderAddr == "" {
+		if n.cutOff() {
+			// Cut off from the cluster for longer than an election takes:
+			// say so now instead of holding the guest for the whole
+			// retry window.
+			return nil, ErrNoQuorum
+		}
 		return nil, fmt.Errorf("%w: no leader known", errRetry)
 	}
 	n.metrics.forwarded.Inc()
@@ -293,6 +299,9 @@ func (n *Node) ConsistentRead(ctx context.Context) error {
 		if err == nil {
 			return n.fsm.WaitApplied(ctx, idx)
 		}
+		if n.raft.State() != raft.Leader && n.cutOff() {
+			return ErrNoQuorum
+		}
 		select {
 		case <-ctx.Done():
 			return ErrNoQuorum
@@ -348,4 +357,15 @@ func (n *Node) internalURL(raftAddr, path string) string {
 		return "https://" + raftAddr + path
 	}
 	return "http://" + raftAddr + path
+}
+
+// cutOff reports that this node has heard from no leader for well over an
+// election (a partitioned follower), as opposed to a failover in progress.
+func (n *Node) cutOff() bool {
+	last := n.raft.LastContact()
+	if last.IsZero() {
+		last = n.started
+	}
+	grace := max(2*time.Second, 3*n.cfg.Raft.ElectionTimeout.Duration)
+	return time.Since(last) > grace
 }

@@ -54,6 +54,7 @@ type Node struct {
 	logStore      *raftboltdb.BoltStore
 	trans         *raft.NetworkTransport
 	closeRaftPort func()
+	started       time.Time
 	internal      *http.Server
 	peerHTTP      *http.Client
 	echo          *echo.Echo
@@ -153,6 +154,7 @@ func (n *Node) View(fn func(tx *bolt.Tx) error) error { return n.fsm.View(fn) }
 // Start opens the ports, starts Raft (bootstrapping a new cluster from the
 // configured peers) and serves HTTP.
 func (n *Node) Start() error {
+	n.started = time.Now()
 	if err := n.startRaft(); err != nil {
 		n.Stop()
 		return err
