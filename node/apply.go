@@ -281,7 +281,7 @@ func (n *Node) leaderReadIndex() (uint64, error) {
 		return 0, errors.New("not the ready leader")
 	}
 	idx := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
+	if err := n.verifyLeader(applyTimeout); err != nil {
 		return 0, fmt.Errorf("verify leader: %w", err)
 	}
 	return idx, nil
@@ -368,4 +368,21 @@ func (n *Node) cutOff() bool {
 	}
 	grace := max(2*time.Second, 3*n.cfg.Raft.ElectionTimeout.Duration)
 	return time.Since(last) > grace
+}
+
+// verifyLeader confirms leadership with a heartbeat round, bounded: Raft's
+// VerifyLeader has no timeout of its own and can wait indefinitely when
+// leadership is lost in the middle of the round.
+func (n *Node) verifyLeader(timeout time.Duration) error {
+	f := n.raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return errors.New("verify leader: timed out")
+	case <-n.ctx.Done():
+		return raft.ErrRaftShutdown
+	}
 }

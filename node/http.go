@@ -196,7 +196,7 @@ func (n *Node) Ready() bool {
 		}
 		// A leader that lost its quorum steps down after the lease; until
 		// then it must not call itself ready.
-		if err := n.raft.VerifyLeader().Error(); err != nil {
+		if err := n.verifyLeader(n.cfg.Raft.ElectionTimeout.Duration); err != nil {
 			return false
 		}
 	case raft.Follower:
