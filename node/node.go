@@ -119,7 +119,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         n.dialInternal,
-		MaxIdleConnsPerHost: 64,
+		MaxIdleConnsPerHost: 256, // one per concurrent forwarded request
 		IdleConnTimeout:     30 * time.Second,
 	}
 	if opts.ClientTLS != nil {
