@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
 
+	"masterorder/node/nodetest"
 	"masterorder/raftfsm"
 )
 
@@ -58,21 +58,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
+// freePorts returns n distinct loopback ports that were free a moment ago,
+// below the kernel's ephemeral range (nodetest.FreePort): a node restarted
+// mid-schedule must find its port still free, and the proxies' outgoing
+// connections take ephemeral ports.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var lns []net.Listener
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = nodetest.FreePort(t)
 	}
 	return ports
 }
