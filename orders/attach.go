@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -66,20 +65,9 @@ func (s *Service) Housekeep(ctx context.Context) error {
 
 // apply proposes a command outside an HTTP request (seeding, workers).
 func (s *Service) apply(ctx context.Context, t raftfsm.CommandType, cmd any) (Result, error) {
-	payload, err := json.Marshal(cmd)
-	if err != nil {
-		return Result{}, err
+	r, err := s.commit(ctx, t, cmd, false)
+	if err == nil && r.Status != 200 {
+		err = fmt.Errorf("%s: status %d %s", fmt.Sprint(t), r.Status, r.Reason)
 	}
-	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: 1, Payload: payload})
-	if err != nil {
-		return Result{}, err
-	}
-	var r Result
-	if err := json.Unmarshal(out, &r); err != nil {
-		return Result{}, fmt.Errorf("decode result: %w", err)
-	}
-	if r.Status != 200 {
-		return r, fmt.Errorf("%s: status %d %s", fmt.Sprint(t), r.Status, r.Reason)
-	}
-	return r, nil
+	return r, err
 }

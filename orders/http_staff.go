@@ -1,7 +1,6 @@
 package orders
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -22,26 +21,13 @@ import (
 	"masterorder/raftfsm"
 )
 
-// decodeStrict reads a JSON body into v: unknown fields, wrong types and
-// trailing data are errors.
+// decodeStrict reads the request body into v (admission.DecodeStrict).
 func decodeStrict(c echo.Context, v any) error {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err
 	}
-	// encoding/json would quietly turn invalid UTF-8 into U+FFFD.
-	if !utf8.Valid(body) {
-		return errors.New("body is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data")
-	}
-	return nil
+	return admission.DecodeStrict(body, v)
 }
 
 // tooLarge tells a body-limit error apart (413) from bad JSON (400).
@@ -409,17 +395,7 @@ type lockView struct {
 	Revision  uint64 `json:"revision"`
 }
 
-func validKey(k string) bool {
-	if k == "" || len(k) > kv.MaxKeyLen || !utf8.ValidString(k) {
-		return false
-	}
-	for _, r := range k {
-		if r < 0x21 || r > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+func validKey(k string) bool { return printable(k, kv.MaxKeyLen) }
 
 func (s *Service) listLocks(c echo.Context) error {
 	prefix := c.QueryParam("prefix")

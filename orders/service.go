@@ -129,11 +129,16 @@ func (s *Service) Routes(e *echo.Echo) {
 
 // propose commits one domain command and decodes its Result.
 func (s *Service) propose(c echo.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
+	return s.commit(c.Request().Context(), t, cmd, idempotent)
+}
+
+// commit encodes cmd, commits it through Raft and decodes its Result.
+func (s *Service) commit(ctx context.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
 	payload, err := json.Marshal(cmd)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
 	}
-	out, err := s.node.Propose(c.Request().Context(), node.Proposal{Type: t, Version: 1, Payload: payload, Idempotent: idempotent})
+	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: 1, Payload: payload, Idempotent: idempotent})
 	if err != nil {
 		return Result{}, err
 	}

@@ -1,7 +1,6 @@
 package orders
 
 import (
-	"masterorder/kv"
 	"masterorder/orders/admission"
 )
 
@@ -146,7 +145,7 @@ func (c pinFailureCmd) valid() bool {
 }
 
 func (c forceReleaseCmd) valid() bool {
-	return validKey(c.Key) && len(c.Key) <= kv.MaxKeyLen && validNode(c.Node)
+	return validKey(c.Key) && validNode(c.Node)
 }
 
 func (c revokeTokenCmd) valid() bool { return isLowerHex(c.TokenID, 32) }
