@@ -62,6 +62,7 @@ type Config struct {
 	Firestore FirestoreConfig `toml:"firestore"`
 	Retention RetentionConfig `toml:"retention"`
 	Log       LogConfig       `toml:"log"`
+	Shop      ShopConfig      `toml:"shop"`
 
 	// Demo marks an in-process demo node (relaxed staff password).
 	Demo bool `toml:"-"`
@@ -120,6 +121,21 @@ type FirestoreConfig struct {
 type RetentionConfig struct {
 	AuditDays   int `toml:"audit_days"`
 	ArchiveDays int `toml:"archive_days"`
+}
+
+// ShopConfig holds the shop's own settings.
+type ShopConfig struct {
+	// TaxRatePercent: prices are tax-inclusive; bills show the tax inside
+	// them at this rate (nil: 10).
+	TaxRatePercent *int `toml:"tax_rate_percent"`
+}
+
+// TaxRate is tax_rate_percent with its default.
+func (s ShopConfig) TaxRate() int {
+	if s.TaxRatePercent == nil {
+		return 10
+	}
+	return *s.TaxRatePercent
 }
 
 // LogConfig selects log level and format.
@@ -294,6 +310,13 @@ func (c *Config) Validate() error {
 	}
 	if a.IdempotencyTTL.Duration <= 0 {
 		return bad("admission.idempotency_ttl", "must be positive")
+	}
+	if a.CheckoutLockTTL.Duration <= 0 {
+		// A lock without a TTL would never lapse by itself.
+		return bad("admission.checkout_lock_ttl", "must be positive")
+	}
+	if r := c.Shop.TaxRate(); r < 0 || r > 100 {
+		return bad("shop.tax_rate_percent", "must be 0..100")
 	}
 	if c.Firestore.Enabled {
 		if c.Firestore.ProjectID != "" && !idPattern.MatchString(c.Firestore.ProjectID) {

@@ -7,6 +7,7 @@ package orders
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"masterorder/kv"
 	"masterorder/orders/store"
@@ -31,26 +32,80 @@ const (
 	CmdCloudState     raftfsm.CommandType = 45
 )
 
+// commandVersions is the newest version of each domain command this build
+// applies and proposes (1 when absent). A handler applies every older
+// version exactly as the build that introduced it (raftfsm.ApplyBatch,
+// mixed versions). Version 2:
+//   - setOrderStatus: a closed session's orders answer 410 SESSION_CLOSED;
+//   - placeOrder: row 12 (PRICE_MISMATCH) before an unavailable item's
+//     OUT_OF_STOCK; the proposer's attempt id;
+//   - setStock, checkout steps: the request id the FSM remembers; checkout
+//     stores the payment and answers taxIncluded;
+//   - forceRelease: only lock:, pinlock: and burst: keys.
+var commandVersions = map[raftfsm.CommandType]uint8{
+	CmdSetStock: 2, CmdPlaceOrder: 2, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
+	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2,
+}
+
+// versionOf is the version this build proposes for t.
+func versionOf(t raftfsm.CommandType) uint8 {
+	if v, ok := commandVersions[t]; ok {
+		return v
+	}
+	return 1
+}
+
 // Register adds the domain commands to the node's dispatch table.
 func Register(reg *raftfsm.Registry) {
-	reg.Register(CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
-	reg.Register(CmdSetStock, "orders.setStock", applySetStock)
-	reg.Register(CmdOpenSession, "orders.openSession", applyOpenSession)
+	add := func(t raftfsm.CommandType, name string, h raftfsm.Handler) {
+		reg.RegisterVersions(t, name, versionOf(t), h)
+	}
+	add(CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
+	add(CmdSetStock, "orders.setStock", applySetStock)
+	add(CmdOpenSession, "orders.openSession", applyOpenSession)
 	// Each node keeps its own menu cache for pricing inside Apply.
 	cat := &catalog{}
-	reg.Register(CmdPlaceOrder, "orders.placeOrder", func(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	add(CmdPlaceOrder, "orders.placeOrder", func(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 		return applyPlaceOrder(ctx, payload, cat)
 	})
-	reg.Register(CmdSetOrderStatus, "orders.setOrderStatus", applySetOrderStatus)
-	reg.Register(CmdCheckoutBegin, "orders.checkoutBegin", applyCheckoutBegin)
-	reg.Register(CmdCheckoutCancel, "orders.checkoutCancel", applyCheckoutCancel)
-	reg.Register(CmdCheckout, "orders.checkout", applyCheckout)
-	reg.Register(CmdPINFailure, "orders.pinFailure", applyPINFailure)
-	reg.Register(CmdForceRelease, "orders.forceRelease", applyForceRelease)
-	reg.Register(CmdOutboxSynced, "orders.outboxSynced", applyOutboxSynced)
-	reg.Register(CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
-	reg.Register(CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
-	reg.Register(CmdCloudState, "orders.cloudState", applyCloudState)
+	add(CmdSetOrderStatus, "orders.setOrderStatus", applySetOrderStatus)
+	add(CmdCheckoutBegin, "orders.checkoutBegin", applyCheckoutBegin)
+	add(CmdCheckoutCancel, "orders.checkoutCancel", applyCheckoutCancel)
+	add(CmdCheckout, "orders.checkout", applyCheckout)
+	add(CmdPINFailure, "orders.pinFailure", applyPINFailure)
+	add(CmdForceRelease, "orders.forceRelease", applyForceRelease)
+	add(CmdOutboxSynced, "orders.outboxSynced", applyOutboxSynced)
+	add(CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
+	add(CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
+	add(CmdCloudState, "orders.cloudState", applyCloudState)
+}
+
+// Staff requests the forwarding layer may commit twice (a retry after an
+// unknown outcome) carry a request id: the FSM remembers each one's first
+// success for requestMemoryMs of FSM time (far beyond the retry window)
+// and answers a second apply with it, changing nothing.
+const requestMemoryMs = 15 * 60 * 1000
+
+func keyRequest(id string) string { return "req:" + id }
+
+// recalled is the remembered result of request id, if it was applied.
+func recalled(ctx *raftfsm.ApplyContext, id string) ([]byte, bool) {
+	if id == "" {
+		return nil, false
+	}
+	e, live := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Get(keyRequest(id))
+	return e.Value, live
+}
+
+// remember keeps a success as the answer of request id.
+func remember(ctx *raftfsm.ApplyContext, id string, out []byte, err error) ([]byte, error) {
+	if err != nil || id == "" {
+		return out, err
+	}
+	if err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Put(keyRequest(id), out, msDuration(requestMemoryMs)); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Result is what every domain command answers: an HTTP status with either
@@ -116,6 +171,11 @@ func applyUpsertMenu(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	if err := store.UpsertMenuItem(ctx.DB, c.Item); err != nil {
 		return nil, err
 	}
+	// Every version writes it: a v1 write after a v2 one must change the
+	// cache key too, or nodes would price with different menus.
+	if err := store.SetCatalogVersion(ctx.DB, int64(ctx.Index)); err != nil {
+		return nil, err
+	}
 	if err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Put(keyCatalogVersion, []byte(fmt.Sprint(ctx.Index)), 0); err != nil {
 		return nil, err
 	}
@@ -130,11 +190,18 @@ func applyUpsertMenu(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 type setStockCmd struct {
 	SKU      string `json:"sku"`
 	Quantity *int64 `json:"quantity"`
+	// RequestID names the staff request; the FSM remembers it, so the
+	// command applied twice (a forward retried after an unknown outcome)
+	// changes stock once.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 func applySetStock(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	var c setStockCmd
 	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if out, done := recalled(ctx, c.RequestID); done {
 		return out, nil
 	}
 	exists, err := store.SKUExists(ctx.DB, c.SKU)
@@ -148,7 +215,8 @@ func applySetStock(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 		return nil, err
 	}
 	ctx.Emit("menu.updated", nil)
-	return ok(store.StockLevel{SKU: c.SKU, Quantity: c.Quantity})
+	out, err := ok(store.StockLevel{SKU: c.SKU, Quantity: c.Quantity})
+	return remember(ctx, c.RequestID, out, err)
 }
 
 // ---- sessions ----
@@ -195,6 +263,9 @@ func applyForceRelease(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
+	if ctx.Version >= 2 && !releasableKey(c.Key) {
+		return reject(400, "INVALID_KEY")
+	}
 	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
 	e, live := t.Get(c.Key)
 	if !live {
@@ -208,6 +279,18 @@ func applyForceRelease(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error
 		return nil, err
 	}
 	return ok(map[string]any{"key": c.Key, "released": true, "revision": e.Revision})
+}
+
+// releasableKey: the locks API releases only stuck locks, PIN lockouts
+// and burst windows; the other keys (revoked tokens, cached results,
+// cloud state) are the system's own.
+func releasableKey(key string) bool {
+	for _, p := range []string{"lock:", "pinlock:", "burst:"} {
+		if strings.HasPrefix(key, p) && len(key) > len(p) {
+			return true
+		}
+	}
+	return false
 }
 
 func sessionOfLock(key string) string {

@@ -167,6 +167,13 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	}
 	lines := admission.Normalize(req.Items)
 	empty, known, err := s.catalogKnows(lines)
+	if err == nil && !known {
+		// This replica may lag a menu write made through another box:
+		// catch up before calling an item unknown.
+		if err = s.consistent(c.Request().Context()); err == nil {
+			empty, known, err = s.catalogKnows(lines)
+		}
+	}
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -188,14 +195,13 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	cmd := placeOrderCmd{
 		SessionID: sessionID, RequestID: key, ClientID: clientID, Source: source, Node: s.cfg.NodeID,
 		Items: lines, Fingerprint: admission.Fingerprint(sessionID, lines), ExpectedTotal: req.ExpectedTotal,
-		AllowRepeat: req.AllowRepeat, CandidateID: randomOrderID(), Windows: s.windows(),
+		AllowRepeat: req.AllowRepeat, CandidateID: randomOrderID(), Windows: s.windows(), Attempt: newRequestID(),
 	}
 	// A keyed order is idempotent: after a leader change the same command
-	// is proposed again and answers with a replay, never a second order.
+	// is proposed again and answers as the first time (same attempt),
+	// never a second order. A staff order's answer is the order object,
+	// from the command itself: a committed order never answers an error.
 	r, err := s.propose(c, CmdPlaceOrder, cmd, key != "")
-	if err == nil && !guest && r.Status == http.StatusOK {
-		r, err = s.staffOrderBody(c, r)
-	}
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -205,14 +211,8 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 // catalogKnows checks every menu id and topping of the cart against the
 // local catalog; empty reports a replica with no menu at all.
 func (s *Service) catalogKnows(lines []admission.Line) (empty, known bool, err error) {
-	var version string
-	if e, live, err := s.node.KV().Get(keyCatalogVersion); err != nil {
-		return false, false, err
-	} else if live {
-		version = string(e.Value)
-	}
 	var menu map[string]store.MenuItem
-	if err := s.query(func(db store.DB) (err error) { menu, err = s.catalog.lookup(version, db); return }); err != nil {
+	if err := s.query(func(db store.DB) (err error) { menu, err = s.catalog.at(db); return }); err != nil {
 		return false, false, err
 	}
 	if len(menu) == 0 {

@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -210,7 +211,9 @@ func (s *Service) putStock(c echo.Context) error {
 		}
 		qty = &n
 	}
-	r, err := s.propose(c, CmdSetStock, setStockCmd{SKU: sku, Quantity: qty}, true)
+	// Idempotent by construction: the request id makes a second commit of
+	// this command (a forward retried after an unknown outcome) a no-op.
+	r, err := s.propose(c, CmdSetStock, setStockCmd{SKU: sku, Quantity: qty, RequestID: newRequestID()}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -296,11 +299,31 @@ func (s *Service) checkoutStep(t raftfsm.CommandType) echo.HandlerFunc {
 		if !validSessionID(id) {
 			return s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 		}
-		cmd := checkoutCmd{SessionID: id, Node: s.cfg.NodeID}
+		rate := int64(s.cfg.Shop.TaxRate())
+		cmd := checkoutCmd{SessionID: id, Node: s.cfg.NodeID, RequestID: newRequestID(), TaxRatePercent: &rate}
 		if t == CmdCheckoutBegin {
 			cmd.LockTTLms = s.cfg.Admission.CheckoutLockTTL.Milliseconds()
 		}
-		r, err := s.propose(c, t, cmd, t != CmdCheckout)
+		if t == CmdCheckout {
+			body, err := io.ReadAll(c.Request().Body)
+			if err != nil {
+				return s.badBody(c, err, "INVALID_REQUEST")
+			}
+			if len(bytes.TrimSpace(body)) > 0 {
+				var in struct {
+					Payment *string `json:"payment"`
+				}
+				if err := admission.DecodeStrict(body, &in); err != nil || in.Payment != nil && (*in.Payment == "" || !validPayment(*in.Payment)) {
+					return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
+				}
+				if in.Payment != nil {
+					cmd.Payment = *in.Payment
+				}
+			}
+		}
+		// Every step carries its request id, so retrying any of them after
+		// an unknown outcome applies it once.
+		r, err := s.propose(c, t, cmd, true)
 		if err != nil {
 			return s.failErr(c, err)
 		}
@@ -313,39 +336,6 @@ func (s *Service) checkoutStep(t raftfsm.CommandType) echo.HandlerFunc {
 func (s *Service) staffOrder(c echo.Context) error {
 	sid := c.QueryParam("sessionId")
 	return s.placeOrder(c, sid, "staff")
-}
-
-// staffOrderBody answers a staff order with the order object itself, on
-// top of the fields a guest's success carries.
-func (s *Service) staffOrderBody(c echo.Context, r Result) (Result, error) {
-	var body map[string]any
-	if err := json.Unmarshal(r.Body, &body); err != nil {
-		return r, err
-	}
-	id, _ := body["orderId"].(float64)
-	if err := s.consistent(c.Request().Context()); err != nil {
-		return r, err
-	}
-	var o store.Order
-	var found bool
-	if err := s.query(func(db store.DB) (err error) { o, found, err = store.GetOrder(db, int64(id)); return }); err != nil || !found {
-		return r, err
-	}
-	raw, err := json.Marshal(o)
-	if err != nil {
-		return r, err
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return r, err
-	}
-	for k, v := range body {
-		if k != "status" { // the order's current status wins
-			obj[k] = v
-		}
-	}
-	r.Body, err = json.Marshal(obj)
-	return r, err
 }
 
 func (s *Service) patchOrder(c echo.Context) error {
@@ -427,7 +417,7 @@ func (s *Service) listLocks(c echo.Context) error {
 
 func (s *Service) releaseLock(c echo.Context) error {
 	key, err := url.PathUnescape(c.Param("key"))
-	if err != nil || !validKey(key) {
+	if err != nil || !validKey(key) || !releasableKey(key) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_KEY", 0, nil)
 	}
 	r, err := s.propose(c, CmdForceRelease, forceReleaseCmd{Key: key, Node: s.cfg.NodeID}, false)

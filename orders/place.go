@@ -33,6 +33,10 @@ type placeOrderCmd struct {
 	AllowRepeat   bool             `json:"allowRepeat,omitempty"`
 	CandidateID   int64            `json:"candidateId"`
 	Windows       Windows          `json:"windows"`
+	// Attempt is random per HTTP request and kept in the cached result: the
+	// same attempt found again is the forwarding layer re-proposing this
+	// very request, whose answer is the first one, not a replay.
+	Attempt string `json:"attempt,omitempty"`
 }
 
 // successBody is the 200 answer of a placed (or replayed) order.
@@ -49,6 +53,9 @@ type successBody struct {
 type cachedResult struct {
 	Fingerprint string      `json:"fp"`
 	Body        successBody `json:"body"`
+	// Attempt is the admitting command's attempt id (empty for a payload
+	// replay's entry: its first answer was already a replay).
+	Attempt string `json:"attempt,omitempty"`
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
@@ -69,18 +76,32 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		}
 		return json.Marshal(Result{Status: status, Reason: reason, RetryAfterMs: retryAfterMs, SKUs: skus})
 	}
+	// answer is a success: a staff order's is the whole order object, read
+	// here at this index, so the handler never reads after the commit.
+	answer := func(body successBody, replay bool) ([]byte, error) {
+		var b []byte
+		var err error
+		if c.Source == "staff" {
+			b, err = staffBody(ctx, body)
+		} else {
+			b, err = json.Marshal(body)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(Result{Status: 200, Replay: replay, Body: b})
+	}
 	replay := func(r cachedResult, reason string) ([]byte, error) {
 		body := r.Body
-		body.IdempotentReplay = true
 		audit.ReasonCode, audit.IdempotentReplay, audit.OrderID = reason, true, body.OrderID
 		if err := store.InsertAudit(ctx.DB, audit); err != nil {
 			return nil, err
 		}
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(Result{Status: 200, Replay: true, Body: b})
+		// The same attempt is this very request committed again by the
+		// forwarding layer: the guest's first answer, not a replay.
+		own := c.Attempt != "" && r.Attempt == c.Attempt
+		body.IdempotentReplay = !own
+		return answer(body, !own)
 	}
 
 	// Row 3 again, inside Apply: checkout may have closed the session since
@@ -154,16 +175,23 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 
 	// Rows 12–13: price and stock, judged on this node's replica of the
 	// catalog, which is the same on every node at this index.
-	menu, err := cat.lookup(catalogVersion(t), ctx.DB)
+	menu, err := cat.at(ctx.DB)
 	if err != nil {
 		return nil, err
 	}
-	items, total, reason, skus := priceCart(menu, c.Items)
-	if reason != "" {
-		return rejectAudited(reasonStatus(reason), reason, 0, skus)
+	items, total, known, unavailable := priceCart(menu, c.Items)
+	if !known {
+		return rejectAudited(400, "INVALID_ORDER", 0, nil)
+	}
+	if ctx.Version < 2 && len(unavailable) > 0 {
+		// Version 1 judged an unavailable item before row 12.
+		return rejectAudited(409, "OUT_OF_STOCK", 0, unavailable)
 	}
 	if c.ExpectedTotal != nil && *c.ExpectedTotal != total {
 		return rejectAudited(400, "PRICE_MISMATCH", 0, nil)
+	}
+	if len(unavailable) > 0 {
+		return rejectAudited(409, "OUT_OF_STOCK", 0, unavailable)
 	}
 	need := unitsPerSKU(c.Items)
 	var short []string
@@ -201,7 +229,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		return nil, err
 	}
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: total}
-	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body})
+	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt})
 	if c.RequestID != "" {
 		if err := t.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
 			return nil, err
@@ -233,20 +261,34 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 	}
 	order.CreatedAt, order.UpdatedAt = store.FormatTime(ctx.WallTime), store.FormatTime(ctx.WallTime)
 	emitOrder(ctx, "order.created", order)
-	b, err := json.Marshal(body)
+	return answer(body, false)
+}
+
+// staffBody is a staff order's answer: the order object as it is at this
+// index, plus the fields a guest's success carries (its status is the
+// order's current one).
+func staffBody(ctx *raftfsm.ApplyContext, body successBody) ([]byte, error) {
+	plain, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(Result{Status: 200, Body: b})
-}
-
-func reasonStatus(reason string) int {
-	switch reason {
-	case "OUT_OF_STOCK":
-		return 409
-	default:
-		return 400
+	o, found, err := store.GetOrder(ctx.DB, body.OrderID)
+	if err != nil || !found {
+		return plain, err
 	}
+	var obj, fields map[string]any
+	if err := json.Unmarshal(mustJSON(o), &obj); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(plain, &fields); err != nil {
+		return nil, err
+	}
+	for k, v := range fields {
+		if k != "status" {
+			obj[k] = v
+		}
+	}
+	return json.Marshal(obj)
 }
 
 func mustJSON(v any) []byte {
@@ -257,16 +299,14 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// priceCart prices normalized lines from the menu at this index. A reason
-// is returned for an unknown or unavailable item or topping.
-func priceCart(menu map[string]store.MenuItem, lines []admission.Line) ([]store.OrderItem, int64, string, []string) {
-	var items []store.OrderItem
-	var total int64
-	var unavailable []string
+// priceCart prices normalized lines from the menu at this index. known is
+// false for an unknown item or topping; unavailable lists items staff
+// marked unavailable (the total counts them at their price, for row 12).
+func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []store.OrderItem, total int64, known bool, unavailable []string) {
 	for _, l := range lines {
 		m, found := menu[l.MenuID]
 		if !found {
-			return nil, 0, "INVALID_ORDER", nil
+			return nil, 0, false, nil
 		}
 		if !m.Available {
 			unavailable = append(unavailable, m.MenuID)
@@ -280,7 +320,7 @@ func priceCart(menu map[string]store.MenuItem, lines []admission.Line) ([]store.
 				}
 			}
 			if top == nil {
-				return nil, 0, "INVALID_ORDER", nil
+				return nil, 0, false, nil
 			}
 			item.Toppings = append(item.Toppings, store.ToppingRef{ToppingID: top.ToppingID, Name: top.Name, Price: top.Price})
 			item.UnitPrice += top.Price
@@ -289,10 +329,7 @@ func priceCart(menu map[string]store.MenuItem, lines []admission.Line) ([]store.
 		total += item.LineTotal
 		items = append(items, item)
 	}
-	if len(unavailable) > 0 {
-		return nil, 0, "OUT_OF_STOCK", unavailable
-	}
-	return items, total, "", nil
+	return items, total, true, unavailable
 }
 
 type skuUnits struct {

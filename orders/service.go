@@ -138,7 +138,7 @@ func (s *Service) commit(ctx context.Context, t raftfsm.CommandType, cmd any, id
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
 	}
-	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: 1, Payload: payload, Idempotent: idempotent})
+	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: versionOf(t), Payload: payload, Idempotent: idempotent})
 	if err != nil {
 		return Result{}, err
 	}
@@ -207,6 +207,14 @@ func randomOrderID() int64 {
 	var b [4]byte
 	rand.Read(b[:])
 	return int64(binary.BigEndian.Uint32(b[:])&0x7fffffff)%(1<<31-1) + 1
+}
+
+// newRequestID names one HTTP request in the command it proposes (staff
+// request ids, order attempts): 128 random bits, hex.
+func newRequestID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return fmt.Sprintf("%x", b)
 }
 
 // newSessionID: 128 random bits, URL-safe.

@@ -44,6 +44,18 @@ func applySetOrderStatus(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, err
 	if !found {
 		return reject(404, "ORDER_NOT_FOUND")
 	}
+	if ctx.Version >= 2 {
+		// A paid bill stays as paid: after checkout no bump or cancel
+		// changes an order, its stock or the cloud (checkout already
+		// queued the delete of its document).
+		sess, found, err := store.GetSession(ctx.DB, o.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		if !found || sess.Status != store.SessionActive {
+			return reject(410, "SESSION_CLOSED")
+		}
+	}
 	if !validTransition(o.Status, c.Status) {
 		return reject(409, "INVALID_TRANSITION")
 	}
@@ -77,6 +89,22 @@ type checkoutCmd struct {
 	SessionID string `json:"sessionId"`
 	LockTTLms int64  `json:"lockTtlMs,omitempty"`
 	Node      string `json:"node"`
+	// RequestID: as in setStockCmd, a begin or cancel applied twice acts
+	// once (a retried begin must not re-lock after a cancel).
+	RequestID string `json:"requestId,omitempty"`
+	Payment   string `json:"payment,omitempty"` // checkout only
+	// TaxRatePercent is the proposer's [shop] tax_rate_percent (nil: 10).
+	TaxRatePercent *int64 `json:"taxRatePercent,omitempty"`
+}
+
+// taxIncluded is the consumption tax inside a tax-inclusive total,
+// rounded down (API.md).
+func taxIncluded(total int64, rate *int64) int64 {
+	r := int64(10)
+	if rate != nil {
+		r = *rate
+	}
+	return total * r / (100 + r)
 }
 
 type checkoutState struct {
@@ -85,6 +113,7 @@ type checkoutState struct {
 	Locked    bool          `json:"locked"`
 	ExpiresAt *int64        `json:"lockExpiresAt,omitempty"`
 	Total     int64         `json:"total"`
+	Tax       int64         `json:"taxIncluded"`
 	Orders    []store.Order `json:"orders"`
 }
 
@@ -105,7 +134,7 @@ func activeSession(ctx *raftfsm.ApplyContext, id string) (store.Session, []byte,
 	return s, nil, nil
 }
 
-func bill(ctx *raftfsm.ApplyContext, s store.Session) (checkoutState, error) {
+func bill(ctx *raftfsm.ApplyContext, s store.Session, rate *int64) (checkoutState, error) {
 	orders, err := store.SessionOrdersOldestFirst(ctx.DB, s.SessionID)
 	if err != nil {
 		return checkoutState{}, err
@@ -116,8 +145,12 @@ func bill(ctx *raftfsm.ApplyContext, s store.Session) (checkoutState, error) {
 			st.Total += o.TotalPrice
 		}
 	}
+	st.Tax = taxIncluded(st.Total, rate)
 	return st, nil
 }
+
+// defaultCheckoutLockMs is [admission] checkout_lock_ttl's default.
+const defaultCheckoutLockMs = 15 * 60 * 1000
 
 // applyCheckoutBegin takes lock:session:{id}; beginning again while held
 // answers the same bill (a staff double tap is not an error).
@@ -126,9 +159,15 @@ func applyCheckoutBegin(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, erro
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
+	if out, done := recalled(ctx, c.RequestID); done {
+		return out, nil
+	}
 	s, out, err := activeSession(ctx, c.SessionID)
 	if out != nil || err != nil {
 		return out, err
+	}
+	if ctx.Version >= 2 && c.LockTTLms <= 0 {
+		c.LockTTLms = defaultCheckoutLockMs // a lock with no TTL would never lapse
 	}
 	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
 	if !t.Has(keySessionLock(c.SessionID)) {
@@ -137,17 +176,21 @@ func applyCheckoutBegin(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, erro
 		}
 	}
 	e, _ := t.Get(keySessionLock(c.SessionID))
-	st, err := bill(ctx, s)
+	st, err := bill(ctx, s, c.TaxRatePercent)
 	if err != nil {
 		return nil, err
 	}
 	st.Locked, st.ExpiresAt = true, &e.ExpiresAt
-	return ok(st)
+	out, err = ok(st)
+	return remember(ctx, c.RequestID, out, err)
 }
 
 func applyCheckoutCancel(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	var c checkoutCmd
 	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if out, done := recalled(ctx, c.RequestID); done {
 		return out, nil
 	}
 	s, out, err := activeSession(ctx, c.SessionID)
@@ -157,16 +200,19 @@ func applyCheckoutCancel(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, err
 	if _, err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Delete(keySessionLock(c.SessionID)); err != nil {
 		return nil, err
 	}
-	st, err := bill(ctx, s)
+	st, err := bill(ctx, s, c.TaxRatePercent)
 	if err != nil {
 		return nil, err
 	}
-	return ok(st)
+	out, err = ok(st)
+	return remember(ctx, c.RequestID, out, err)
 }
 
 type checkoutDone struct {
 	SessionID string        `json:"sessionId"`
 	Total     int64         `json:"total"`
+	Tax       int64         `json:"taxIncluded"`
+	Payment   *string       `json:"payment"`
 	Orders    []store.Order `json:"orders"`
 }
 
@@ -177,15 +223,18 @@ func applyCheckout(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
+	if out, done := recalled(ctx, c.RequestID); done {
+		return out, nil
+	}
 	s, out, err := activeSession(ctx, c.SessionID)
 	if out != nil || err != nil {
 		return out, err
 	}
-	st, err := bill(ctx, s)
+	st, err := bill(ctx, s, c.TaxRatePercent)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CloseSession(ctx.DB, c.SessionID, ctx.WallTime); err != nil {
+	if err := store.CloseSession(ctx.DB, c.SessionID, ctx.WallTime, c.Payment); err != nil {
 		return nil, err
 	}
 	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
@@ -206,7 +255,12 @@ func applyCheckout(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 		return nil, err
 	}
 	ctx.Emit("session.closed", mustJSON(map[string]string{"type": "session.closed", "sessionId": s.SessionID, "tableId": s.TableID}))
-	return ok(checkoutDone{SessionID: s.SessionID, Total: st.Total, Orders: st.Orders})
+	done := checkoutDone{SessionID: s.SessionID, Total: st.Total, Tax: st.Tax, Orders: st.Orders}
+	if c.Payment != "" {
+		done.Payment = &c.Payment
+	}
+	out, err = ok(done)
+	return remember(ctx, c.RequestID, out, err)
 }
 
 // ---- housekeeping ----

@@ -79,7 +79,19 @@ func (c upsertMenuCmd) valid() bool {
 }
 
 func (c setStockCmd) valid() bool {
-	return admission.ValidID(c.SKU) && (c.Quantity == nil || *c.Quantity >= 0 && *c.Quantity <= maxStock)
+	return admission.ValidID(c.SKU) && (c.Quantity == nil || *c.Quantity >= 0 && *c.Quantity <= maxStock) && validRequestID(c.RequestID)
+}
+
+// validRequestID: a staff request id or an attempt id (empty: none).
+func validRequestID(s string) bool { return s == "" || admission.ValidID(s) }
+
+// validPayment: how a bill was paid (API.md), or not said.
+func validPayment(s string) bool {
+	switch s {
+	case "", "cash", "card", "qr", "other":
+		return true
+	}
+	return false
 }
 
 func (c openSessionCmd) valid() bool {
@@ -133,11 +145,12 @@ func (c placeOrderCmd) valid() bool {
 		}
 	}
 	w := c.Windows
-	return w.CooldownMs >= 0 && w.BurstMs >= 0 && w.PayloadMs >= 0 && w.IdempotencyMs >= 0
+	return validRequestID(c.Attempt) && w.CooldownMs >= 0 && w.BurstMs >= 0 && w.PayloadMs >= 0 && w.IdempotencyMs >= 0
 }
 
 func (c checkoutCmd) valid() bool {
-	return validSessionID(c.SessionID) && c.LockTTLms >= 0 && validNode(c.Node)
+	return validSessionID(c.SessionID) && c.LockTTLms >= 0 && validNode(c.Node) && validRequestID(c.RequestID) &&
+		validPayment(c.Payment) && (c.TaxRatePercent == nil || *c.TaxRatePercent >= 0 && *c.TaxRatePercent <= 100)
 }
 
 func (c pinFailureCmd) valid() bool {

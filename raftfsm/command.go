@@ -45,6 +45,11 @@ type Command struct {
 // ErrBadCommand is returned for an entry that cannot be decoded.
 var ErrBadCommand = errors.New("malformed command")
 
+// ErrNewerFormat is returned for an envelope laid out by a newer build:
+// this node cannot know what it means, so it must not skip it (Apply
+// halts on it; see the mixed-versions rule in fsm.go).
+var ErrNewerFormat = errors.New("envelope format unknown to this version")
+
 // Encode lays out the envelope.
 func (c Command) Encode() []byte {
 	b := make([]byte, headerLen+len(c.Payload))
@@ -60,11 +65,14 @@ func (c Command) Encode() []byte {
 
 // Decode parses an envelope; it never panics on corrupt input.
 func Decode(b []byte) (Command, error) {
+	if len(b) > 0 && b[0] != envelopeFormat {
+		// Any other format byte is a layout this build does not know (a
+		// newer one), whatever its length: judging it corrupt would let
+		// this node skip what the others apply.
+		return Command{}, fmt.Errorf("%w: %w: format %d", ErrBadCommand, ErrNewerFormat, b[0])
+	}
 	if len(b) < headerLen {
 		return Command{}, fmt.Errorf("%w: %d bytes, want at least %d", ErrBadCommand, len(b), headerLen)
-	}
-	if b[0] != envelopeFormat {
-		return Command{}, fmt.Errorf("%w: envelope format %d", ErrBadCommand, b[0])
 	}
 	c := Command{
 		Type:     CommandType(b[1]),

@@ -315,6 +315,23 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 
 // ApplyBatch applies a batch of committed entries in one bbolt and one
 // SQLite transaction, storing the last applied index in both.
+//
+// Mixed versions (a rolling upgrade): every node must apply every entry
+// exactly as the others do, or the replicas diverge without anyone
+// noticing. So an entry this node cannot apply exactly halts its FSM
+// (writes answer NODE_HALTED, a clear log line says "upgrade this node")
+// instead of being skipped:
+//   - an envelope format other than the one this build lays out;
+//   - a command type it does not know, unless the proposer marked it
+//     FlagIgnorable (a pure hint whose absence changes no state);
+//   - a command version newer than its handler's (RegisterVersions).
+//
+// A handler applies every older version exactly as the build that
+// introduced it did, so a log replayed after an upgrade gives the same
+// state. An entry that is corrupt (too short, bad payload) is corrupt on
+// every node alike and is answered, never a halt. Proposing version v of
+// a command needs every voter on a build that knows v: upgrade all boxes
+// first, then turn the new command on.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
 	if err := f.Halted(); err != nil {
@@ -383,7 +400,12 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 			continue
 		}
 		cmd, derr := Decode(l.Data)
+		if errors.Is(derr, ErrNewerFormat) {
+			return nil, 0, 0, 0, fmt.Errorf("index %d: %v: upgrade this node", l.Index, derr)
+		}
 		if derr != nil {
+			// Corrupt in the same way on every node: skipping it is what
+			// every node does.
 			out[i] = Response{Err: derr}
 			continue
 		}
@@ -400,6 +422,10 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 				continue
 			}
 			return nil, 0, 0, 0, fmt.Errorf("index %d: command type %d is unknown to this version: upgrade this node", l.Index, cmd.Type)
+		}
+		if v := max(cmd.Version, 1); v > reg.maxVersion {
+			return nil, 0, 0, 0, fmt.Errorf("index %d: %s version %d is newer than this node applies (%d): upgrade this node",
+				l.Index, reg.name, cmd.Version, reg.maxVersion)
 		}
 		ctx := &ApplyContext{Index: l.Index, Now: now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: btx, SQL: stx, DB: db}
 		data, herr := reg.handler(ctx, cmd.Payload)

@@ -47,6 +47,8 @@ type Handler func(ctx *ApplyContext, payload []byte) ([]byte, error)
 type registration struct {
 	name    string
 	handler Handler
+	// maxVersion is the newest command version the handler applies.
+	maxVersion uint8
 }
 
 // Registry is the dispatch table: domain code registers its commands, the
@@ -60,12 +62,34 @@ func NewRegistry() *Registry {
 	return &Registry{handlers: map[CommandType]registration{}}
 }
 
-// Register adds a handler; registering a type twice is a programming error.
+// Register adds a handler for version 1 of a command; registering a type
+// twice is a programming error.
 func (r *Registry) Register(t CommandType, name string, h Handler) {
+	r.RegisterVersions(t, name, 1, h)
+}
+
+// RegisterVersions adds a handler that applies versions 1..maxVersion of a
+// command, each exactly as the build that introduced it did (it branches
+// on ApplyContext.Version). A newer version halts this node (see Apply).
+func (r *Registry) RegisterVersions(t CommandType, name string, maxVersion uint8, h Handler) {
 	if _, dup := r.handlers[t]; dup {
 		panic(fmt.Sprintf("raftfsm: command type %d registered twice", t))
 	}
-	r.handlers[t] = registration{name: name, handler: h}
+	if maxVersion < 1 {
+		panic(fmt.Sprintf("raftfsm: command type %d registered without a version", t))
+	}
+	r.handlers[t] = registration{name: name, handler: h, maxVersion: maxVersion}
+}
+
+// Has reports whether a type is registered.
+func (r *Registry) Has(t CommandType) bool {
+	_, ok := r.handlers[t]
+	return ok
+}
+
+// MaxVersion is the newest version of t this node applies (0: unknown).
+func (r *Registry) MaxVersion(t CommandType) uint8 {
+	return r.handlers[t].maxVersion
 }
 
 // Name returns the registered name of a type, for logs and metrics.

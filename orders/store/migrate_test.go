@@ -83,3 +83,72 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 		t.Fatal("a newer schema was opened")
 	}
 }
+
+// Schema 3 on a data dir of schema 2: pending outbox rows keep their seqs,
+// and from then on a seq is never handed out twice, even once the outbox
+// has been emptied.
+func TestOutboxMigrationKeepsRowsAndNeverReusesSeqs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fsm")
+	old := func(tx *sql.Tx) error {
+		saved := migrations
+		migrations = migrations[:2]
+		defer func() { migrations = saved }()
+		return Migrate(tx)
+	}
+	f, err := raftfsm.Open(raftfsm.Options{Dir: dir, Migrate: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "domain.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`INSERT INTO outbox(order_id, op) VALUES (7,'upsert'),(8,'upsert'),(9,'delete')`, `DELETE FROM outbox WHERE seq = 3`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	f, err = raftfsm.Open(raftfsm.Options{Dir: dir, Migrate: Migrate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// A write connection, as Apply's would be.
+	db, err = sql.Open("sqlite", "file:"+filepath.Join(dir, "domain.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = func() error {
+		rows, err := PendingOutbox(db, 10)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 2 || rows[0] != (OutboxRow{Seq: 1, OrderID: 7, Op: OutboxUpsert}) || rows[1].Seq != 2 {
+			t.Fatalf("outbox after migration: %+v", rows)
+		}
+		if err := InsertOutbox(db, 10, OutboxUpsert); err != nil {
+			return err
+		}
+		if err := DeleteOutbox(db, []int64{1, 2, 3}); err != nil {
+			return err
+		}
+		if err := InsertOutbox(db, 11, OutboxUpsert); err != nil {
+			return err
+		}
+		rows, err = PendingOutbox(db, 10)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 1 || rows[0].Seq != 4 || rows[0].OrderID != 11 {
+			t.Fatalf("seq after emptying the outbox: %+v, want seq 4 (3 was used)", rows)
+		}
+		return nil
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -134,13 +134,26 @@ func CatalogEmpty(q DB) (bool, error) {
 	return n == 0, nil
 }
 
-// ToppingExists reports whether a topping id is known.
-func ToppingExists(q DB, id string) (bool, error) {
-	var n int
-	if err := q.QueryRow(`SELECT EXISTS(SELECT 1 FROM toppings WHERE topping_id = ?)`, id).Scan(&n); err != nil {
-		return false, fmt.Errorf("check topping %s: %w", id, err)
+// CatalogVersion is the Raft index of the last menu write, 0 when the
+// replica predates schema 3 and no menu write happened since (unknown).
+// Only menu writes change it, so no API can make two menus share one.
+func CatalogVersion(q DB) (int64, error) {
+	var v int64
+	if err := q.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM catalog_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read catalog version: %w", err)
 	}
-	return n == 1, nil
+	return v, nil
+}
+
+// SetCatalogVersion records the index of a menu write.
+func SetCatalogVersion(tx DB, v int64) error {
+	if _, err := tx.Exec(`DELETE FROM catalog_version`); err != nil {
+		return fmt.Errorf("set catalog version: %w", err)
+	}
+	if _, err := tx.Exec(`INSERT INTO catalog_version(version) VALUES (?)`, v); err != nil {
+		return fmt.Errorf("set catalog version: %w", err)
+	}
+	return nil
 }
 
 // ---- stock ----
@@ -276,9 +289,9 @@ func InsertSession(tx DB, id, tableID, pin string, at int64) error {
 	return nil
 }
 
-// CloseSession marks a session closed.
-func CloseSession(tx DB, id string, at int64) error {
-	if _, err := tx.Exec(`UPDATE sessions SET status = ?, closed_at = ? WHERE session_id = ?`, SessionClosed, at, id); err != nil {
+// CloseSession marks a session closed, paid by payment ("" if not said).
+func CloseSession(tx DB, id string, at int64, payment string) error {
+	if _, err := tx.Exec(`UPDATE sessions SET status = ?, closed_at = ?, payment = ? WHERE session_id = ?`, SessionClosed, at, payment, id); err != nil {
 		return fmt.Errorf("close session: %w", err)
 	}
 	return nil

@@ -102,6 +102,20 @@ var migrations = []string{
 		archived_at INTEGER NOT NULL
 	);
 	CREATE INDEX orders_archive_session ON orders_archive(session_id, seq);`,
+	// 3: outbox sequence numbers are never handed out twice (AUTOINCREMENT:
+	// an emptied outbox does not restart at 1, so a late outboxSynced for
+	// an old seq deletes nothing new); the catalog version lives where only
+	// menu writes touch it; a closed session keeps how it was paid.
+	`ALTER TABLE outbox RENAME TO outbox_v2;
+	CREATE TABLE outbox (
+		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+		order_id INTEGER NOT NULL,
+		op       TEXT NOT NULL
+	);
+	INSERT INTO outbox(seq, order_id, op) SELECT seq, order_id, op FROM outbox_v2 ORDER BY seq;
+	DROP TABLE outbox_v2;
+	CREATE TABLE catalog_version (version INTEGER NOT NULL);
+	ALTER TABLE sessions ADD COLUMN payment TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the version this build migrates to.
