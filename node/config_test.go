@@ -57,3 +57,39 @@ token_secret = "` + strings.Repeat("ab", 32) + `"
 		}
 	}
 }
+
+// A checkout lock without a TTL would never lapse: checkout_lock_ttl = 0
+// is refused (the CLI exits 2 on a ConfigError), and so is a tax rate
+// outside 0..100.
+func TestZeroCheckoutLockTTLAndBadTaxRateRefused(t *testing.T) {
+	base := `node_id = "a"
+data_dir = "/tmp/x"
+http_addr = "127.0.0.1:8080"
+raft_addr = "127.0.0.1:9080"
+cluster_secret = "0123456789abcdef0123"
+[[peers]]
+id = "a"
+raft_addr = "127.0.0.1:9080"
+http_addr = "127.0.0.1:8080"
+[staff]
+password_hash = "x"
+token_secret = "` + strings.Repeat("ab", 32) + `"
+`
+	for setting, raw := range map[string]string{
+		"admission.checkout_lock_ttl": base + "[admission]\ncheckout_lock_ttl = \"0s\"\n",
+		"shop.tax_rate_percent":       base + "[shop]\ntax_rate_percent = 101\n",
+	} {
+		_, err := ParseConfig([]byte(raw))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Setting != setting {
+			t.Errorf("%s: got %v, want a ConfigError naming it", setting, err)
+		}
+	}
+	c, err := ParseConfig([]byte(base + "[shop]\ntax_rate_percent = 8\n"))
+	if err != nil || c.Shop.TaxRate() != 8 {
+		t.Fatalf("tax rate 8: %v %+v", err, c.Shop)
+	}
+	if c, _ := ParseConfig([]byte(base)); c.Shop.TaxRate() != 10 {
+		t.Fatalf("default tax rate %d, want 10", c.Shop.TaxRate())
+	}
+}

@@ -46,9 +46,16 @@ type store struct {
 
 func startStore(t testing.TB, n int, mutate func(i int, c *node.Config)) *store {
 	t.Helper()
+	return startStoreWith(t, n, mutate, func(int) node.Options { return orders.NodeOptions() })
+}
+
+// startStoreWith starts the store with each node's options chosen by the
+// test (extra test-only commands, say).
+func startStoreWith(t testing.TB, n int, mutate func(i int, c *node.Config), options func(i int) node.Options) *store {
+	t.Helper()
 	s := &store{t: t, svcs: make([]*orders.Service, n), http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	hash := passwordHash(t)
-	s.c = nodetest.Start(t, n, mutate, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
+	s.c = nodetest.Start(t, n, mutate, options, func(i int, nd *node.Node) {
 		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: hash})
 		if err != nil {
 			t.Fatalf("attach: %v", err)

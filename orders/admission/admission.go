@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,9 +91,13 @@ func DecodeOrder(body []byte) (OrderRequest, error) {
 		if len(l.Toppings) > MaxToppings {
 			return req, fmt.Errorf("%w: items[%d] has more than %d toppings", ErrInvalidOrder, i, MaxToppings)
 		}
-		for _, t := range l.Toppings {
+		for j, t := range l.Toppings {
 			if !ValidID(t) {
 				return req, fmt.Errorf("%w: items[%d].toppings", ErrInvalidOrder, i)
+			}
+			// ["egg","egg"] is not two eggs: quantity is per line.
+			if slices.Contains(l.Toppings[:j], t) {
+				return req, fmt.Errorf("%w: items[%d] lists topping %s twice", ErrInvalidOrder, i, t)
 			}
 		}
 	}
