@@ -177,12 +177,6 @@ func (c Client) CompareAndDelete(ctx context.Context, key string, expected []byt
 	return r.OK, err
 }
 
-// Txn checks all conditions, then applies all writes, or nothing.
-func (c Client) Txn(ctx context.Context, conds []Cond, ops []Op) (bool, error) {
-	r, err := c.do(ctx, opCommand{Op: OpTxn, Conds: conds, Ops: ops})
-	return r.OK, err
-}
-
 // Lock takes key for token; the fencing token is the Raft index of the
 // write that took it, increasing with every new holder.
 func (c Client) Lock(ctx context.Context, key, token string, ttl time.Duration) (fence uint64, ok bool, err error) {

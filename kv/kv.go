@@ -6,7 +6,6 @@ package kv
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -280,10 +279,6 @@ type Op struct {
 	Value  []byte `json:"value,omitempty"`
 	TTLms  int64  `json:"ttlMs,omitempty"`
 }
-
-// ErrConditionFailed is not returned by Txn (it answers false); it is there
-// for callers that turn a false into an error.
-var ErrConditionFailed = errors.New("kv: condition failed")
 
 // Txn checks every condition, then performs every write, or nothing.
 func (t *Tx) Txn(conds []Cond, ops []Op) (bool, error) {

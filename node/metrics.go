@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,13 +35,10 @@ type nodeMetrics struct {
 	snapRestore    prometheus.Histogram
 	proposeRetries prometheus.Counter
 	forwarded      prometheus.Counter
-
-	cloudMu sync.Mutex
-	cloud   func() CloudSyncMetrics
 }
 
-// CloudSyncMetrics is what the cloud sync integration reports for
-// /metrics (see SetCloudSyncMetrics).
+// CloudSyncMetrics is what /metrics reports of the cloud sync, derived
+// from the cloud sync status (SetCloudSyncStatus).
 type CloudSyncMetrics struct {
 	Enabled bool
 	Online  bool
@@ -108,16 +104,6 @@ func (n *Node) initMetrics() {
 // Metrics is the node's Prometheus registry; the domain registers its
 // collectors on it.
 func (n *Node) Metrics() *prometheus.Registry { return n.metrics.reg }
-
-// SetCloudSyncMetrics installs the function /metrics asks for the cloud
-// sync figures. Without it they are derived from the cloud sync status
-// (SetCloudSyncStatus): pending, online, and the time since lastSyncAt
-// while changes are pending.
-func (n *Node) SetCloudSyncMetrics(fn func() CloudSyncMetrics) {
-	n.metrics.cloudMu.Lock()
-	n.metrics.cloud = fn
-	n.metrics.cloudMu.Unlock()
-}
 
 // observeCommit records one local Raft apply round trip.
 func (m *nodeMetrics) observeCommit(start time.Time) {
@@ -228,12 +214,8 @@ func (c *cloudCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *cloudCollector) values() (CloudSyncMetrics, bool) {
-	c.m.cloudMu.Lock()
-	fn := c.m.cloud
-	c.m.cloudMu.Unlock()
-	if fn != nil {
-		return fn(), true
-	}
+	// pending, online, and the time since lastSyncAt while changes are
+	// pending, from the cloud sync status.
 	c.n.extrasMu.Lock()
 	status := c.n.cloudStatus
 	c.n.extrasMu.Unlock()

@@ -32,18 +32,8 @@ func TestMixedVersionsUnknownCommand(t *testing.T) {
 			})
 		}}
 	}, nil)
-	li, leader := c.WaitLeader(5 * time.Second)
-	if li == 2 {
-		// Let an upgraded node lead, as an upgrade would.
-		if err := leader.Raft().LeadershipTransfer().Error(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-		li, leader = c.WaitLeader(10 * time.Second)
-		if li == 2 {
-			t.Skip("old node kept the leadership")
-		}
-	}
+	// Let an upgraded node lead, as an upgrade would.
+	leader := leadElsewhere(t, c, 2)
 	ctx := context.Background()
 	old := c.Nodes[2]
 
@@ -98,14 +88,7 @@ func TestHaltedNodeCatchesUpAfterUpgrade(t *testing.T) {
 			})
 		}}
 	}, nil)
-	li, leader := c.WaitLeader(5 * time.Second)
-	if li == 2 {
-		leader.Raft().LeadershipTransfer().Error()
-		time.Sleep(100 * time.Millisecond)
-		if li, leader = c.WaitLeader(10 * time.Second); li == 2 {
-			t.Skip("old node kept the leadership")
-		}
-	}
+	leader := leadElsewhere(t, c, 2)
 	ctx := context.Background()
 	old := c.Nodes[2]
 	writeManyKeys(t, leader, "before:", 20)
@@ -136,6 +119,31 @@ func TestHaltedNodeCatchesUpAfterUpgrade(t *testing.T) {
 	if _, ok, _ := c.Nodes[2].KV().Get("after:0299"); !ok {
 		t.Fatal("upgraded node misses a write made while it was halted")
 	}
+}
+
+// leadElsewhere makes sure node old does not lead: if it does, the
+// leadership goes to another node by name (never left to chance, so the
+// test always runs) and that node is returned once it leads.
+func leadElsewhere(t *testing.T, c *nodetest.Cluster, old int) *node.Node {
+	t.Helper()
+	li, leader := c.WaitLeader(10 * time.Second)
+	if li != old {
+		return leader
+	}
+	to := (old + 1) % len(c.Nodes)
+	deadline := time.Now().Add(20 * time.Second)
+	for !c.Nodes[to].IsLeader() {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d did not take the leadership from node %d", to, old)
+		}
+		if l := c.Nodes[old]; l.IsLeader() {
+			// An error (a transfer already in progress) is retried.
+			l.Raft().LeadershipTransferToServer(raft.ServerID(c.Configs[to].NodeID), raft.ServerAddress(c.Configs[to].RaftAddr)).Error()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.WaitLeader(10 * time.Second) // ready: it has applied its barrier
+	return c.Nodes[to]
 }
 
 // The old node leads when an upgraded node proposes the new command: it
