@@ -56,9 +56,13 @@ func versionOf(t raftfsm.CommandType) uint8 {
 }
 
 // Register adds the domain commands to the node's dispatch table.
-func Register(reg *raftfsm.Registry) {
+func Register(reg *raftfsm.Registry) { register(reg, versionOf) }
+
+// register adds the commands at the versions maxVersion names (tests
+// register an older build's table with it).
+func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8) {
 	add := func(t raftfsm.CommandType, name string, h raftfsm.Handler) {
-		reg.RegisterVersions(t, name, versionOf(t), h)
+		reg.RegisterVersions(t, name, maxVersion(t), h)
 	}
 	add(CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
 	add(CmdSetStock, "orders.setStock", applySetStock)

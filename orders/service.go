@@ -138,7 +138,7 @@ func (s *Service) commit(ctx context.Context, t raftfsm.CommandType, cmd any, id
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
 	}
-	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: versionOf(t), Payload: payload, Idempotent: idempotent})
+	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: s.version(t), Payload: payload, Idempotent: idempotent})
 	if err != nil {
 		return Result{}, err
 	}
@@ -147,6 +147,17 @@ func (s *Service) commit(ctx context.Context, t raftfsm.CommandType, cmd any, id
 		return Result{}, fmt.Errorf("decode command result: %w", err)
 	}
 	return r, nil
+}
+
+// version is what this node proposes for t: this build's newest, but
+// never newer than its own dispatch table applies (a node never proposes
+// what it would halt on itself).
+func (s *Service) version(t raftfsm.CommandType) uint8 {
+	v := versionOf(t)
+	if own := s.node.FSM().MaxVersion(t); own != 0 && own < v {
+		v = own
+	}
+	return v
 }
 
 // respond writes a command's Result: the success body, or the reason code

@@ -226,6 +226,9 @@ func (f *FSM) SetRestoreListener(fn func(applied uint64)) {
 	f.listenMu.Unlock()
 }
 
+// MaxVersion is the newest version of t this node applies (0: unknown).
+func (f *FSM) MaxVersion(t CommandType) uint8 { return f.reg.MaxVersion(t) }
+
 // Applied is the last Raft index reflected in the files.
 func (f *FSM) Applied() uint64 {
 	f.state.Lock()
