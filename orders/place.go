@@ -283,7 +283,7 @@ func staffBody(ctx *raftfsm.ApplyContext, body successBody) ([]byte, error) {
 	if err := json.Unmarshal(plain, &fields); err != nil {
 		return nil, err
 	}
-	for k, v := range fields {
+	for k, v := range fields { // every key is set: the order of the walk does not matter
 		if k != "status" {
 			obj[k] = v
 		}
