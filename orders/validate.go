@@ -15,6 +15,9 @@ import (
 // The rules accept everything the HTTP handlers propose (they validate the
 // same fields first), so honest commands from any version pass; they only
 // turn what would have halted or corrupted the replica into a rejection.
+// A rule for an existing field never tightens between builds (a node of
+// the new build would reject what an old one applies, a divergence); new
+// rules go with new fields or a new command version (commandVersions).
 
 // validator is implemented by payloads that can check themselves.
 type validator interface{ valid() bool }
