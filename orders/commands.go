@@ -86,9 +86,11 @@ func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8)
 
 // Staff requests the forwarding layer may commit twice (a retry after an
 // unknown outcome) carry a request id: the FSM remembers each one's first
-// success for requestMemoryMs of FSM time (far beyond the retry window)
-// and answers a second apply with it, changing nothing.
-const requestMemoryMs = 15 * 60 * 1000
+// success for requestMemoryMs of FSM time (the forwarding layer retries
+// for 5 s at most) and answers a second apply with it, changing nothing.
+// Kept short: every remembered answer (a whole bill, for checkout) is in
+// the snapshots until it lapses.
+const requestMemoryMs = 2 * 60 * 1000
 
 func keyRequest(id string) string { return "req:" + id }
 
