@@ -413,3 +413,15 @@ func TestCheckoutAnswersTaxAndPayment(t *testing.T) {
 		t.Fatalf("checkout with an unknown payment = %d %s", res.Status, res.Reason)
 	}
 }
+
+// Item 6 (checkout_lock_ttl = 0): a version-2 begin without a TTL still
+// takes a lock that lapses by itself.
+func TestCheckoutLockWithoutTTLStillLapses(t *testing.T) {
+	r := newRV(t)
+	res := r.apply(CmdCheckoutBegin, checkoutCmd{SessionID: fzSession3, Node: "a", RequestID: "b0"})
+	var st checkoutState
+	json.Unmarshal(res.Body, &st)
+	if res.Status != 200 || st.ExpiresAt == nil || *st.ExpiresAt <= 0 {
+		t.Fatalf("begin without a TTL: %d %s", res.Status, res.Body)
+	}
+}
