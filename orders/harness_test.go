@@ -44,11 +44,18 @@ type store struct {
 	http  *http.Client
 }
 
-func startStore(t testing.TB, n int, mutate func(i int, c *node.Config)) *store {
+func startStore(t testing.TB, n int, mutate func(i int, c *node.Config), tune ...func(o *node.Options)) *store {
 	t.Helper()
 	s := &store{t: t, svcs: make([]*orders.Service, n), http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	hash := passwordHash(t)
-	s.c = nodetest.Start(t, n, mutate, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
+	options := func(int) node.Options {
+		o := orders.NodeOptions()
+		for _, f := range tune {
+			f(&o)
+		}
+		return o
+	}
+	s.c = nodetest.Start(t, n, mutate, options, func(i int, nd *node.Node) {
 		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: hash})
 		if err != nil {
 			t.Fatalf("attach: %v", err)

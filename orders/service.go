@@ -195,6 +195,13 @@ func (s *Service) query(fn func(db store.DB) error) error {
 // (read-your-writes on any node).
 func (s *Service) consistent(ctx context.Context) error { return s.node.ConsistentRead(ctx) }
 
+// readReplica is the barrier of every read endpoint: read-your-writes with
+// a quorum, this box's replica flagged stale without one (node.ReadReplica).
+func (s *Service) readReplica(c echo.Context) error {
+	_, err := s.node.ReadReplica(c)
+	return err
+}
+
 // windows are the admission windows from [admission].
 func (s *Service) windows() Windows {
 	a := s.cfg.Admission
