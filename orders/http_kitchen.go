@@ -62,6 +62,8 @@ func (s *Service) kitchenSnapshot(ctx context.Context) (uint64, []store.Order, e
 	return idx, list, err
 }
 
+// sseHeartbeat is the interval of the stream's ping events (API.md: at
+// least every 15 s).
 const sseHeartbeat = 15 * time.Second
 
 // kitchenStream serves Server-Sent Events. Ids are Raft indexes; a client
@@ -146,7 +148,10 @@ func (s *Service) kitchenStream(c echo.Context) error {
 			}
 			w.Flush()
 		case <-beat.C:
-			fmt.Fprintf(w, ": heartbeat\n\n")
+			// An event, not a comment: EventSource shows only events to
+			// the page, and the screen takes 45 s without one as a dead
+			// connection (a box that lost power sends no FIN).
+			fmt.Fprintf(w, "event: ping\ndata:\n\n")
 			w.Flush()
 		}
 	}
