@@ -102,6 +102,13 @@ var migrations = []string{
 		archived_at INTEGER NOT NULL
 	);
 	CREATE INDEX orders_archive_session ON orders_archive(session_id, seq);`,
+	// 3: retention is judged on FSM time (a box may boot in 1970): the FSM
+	// time at which housekeeping first saw each row (NULL until then).
+	`ALTER TABLE audit ADD COLUMN at_fsm INTEGER;
+	CREATE INDEX audit_at_fsm ON audit(at_fsm);
+	ALTER TABLE sessions ADD COLUMN closed_fsm INTEGER;
+	ALTER TABLE orders_archive ADD COLUMN archived_fsm INTEGER;
+	CREATE INDEX orders_archive_fsm ON orders_archive(archived_fsm);`,
 }
 
 // SchemaVersion is the version this build migrates to.
