@@ -61,8 +61,16 @@ func TestMembersEndpoints(t *testing.T) {
 	if m := got["d"]; m.Suffrage != "nonvoter" || m.HTTPAddr != dHTTP || m.RaftAddr != d || len(out.Nodes) != 4 {
 		t.Fatalf("after add: %+v", out.Nodes)
 	}
-	// Every node knows d's web address (CORS lets d's pages call them).
+	// Every node knows d's web address (CORS lets d's pages call them)
+	// once it has applied the change: the answer came after node fi did.
+	added := s.c.Nodes[fi].FSM().Applied()
 	for i := range s.c.Nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.c.Nodes[i].FSM().WaitApplied(ctx, added)
+		cancel()
+		if err != nil {
+			t.Fatalf("node %d did not apply index %d: %v", i, added, err)
+		}
 		r := s.do(i, "OPTIONS", "/api/guest/sessions/x/orders", map[string]string{"Origin": "http://" + dHTTP, "Access-Control-Request-Method": "POST"}, nil)
 		if r.Header.Get("Access-Control-Allow-Origin") != "http://"+dHTTP {
 			t.Fatalf("node %d does not allow d's origin: %d %v", i, r.Status, r.Header)
