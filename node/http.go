@@ -166,6 +166,11 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 // retries on another node; the kitchen screen fails over).
 func (n *Node) cors() echo.MiddlewareFunc {
 	var origins []string
+	if u := n.cfg.PublicURL; u != "" {
+		// Pages loaded through the store's one address call the boxes
+		// directly when it fails over.
+		origins = append(origins, strings.TrimSuffix(u, "/"))
+	}
 	for _, p := range n.cfg.Peers {
 		origins = append(origins, "http://"+p.HTTPAddr)
 		if host, port, ok := strings.Cut(p.HTTPAddr, ":"); ok && (host == "127.0.0.1" || host == "localhost") {

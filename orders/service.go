@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -254,6 +255,11 @@ func (s *Service) loadSession(id string) (store.Session, bool, error) {
 	return sess, found, err
 }
 
+// guestURL is the table's address for its QR code: public_url when the
+// store has one address for all boxes, else the box the staff talks to.
 func (s *Service) guestURL(c echo.Context, sessionID string) string {
+	if u := s.cfg.PublicURL; u != "" {
+		return strings.TrimSuffix(u, "/") + "/guest/?s=" + sessionID
+	}
 	return "http://" + c.Request().Host + "/guest/?s=" + sessionID
 }
