@@ -307,7 +307,7 @@ func startBrowser(t *testing.T) *browser {
 
 // startBrowserFor is startBrowser with another budget (tests that wait out
 // the kitchen's 45-second silence check).
-func startBrowserFor(t *testing.T, budget time.Duration) *browser {
+func startBrowserFor(t *testing.T, budget time.Duration, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	path := chromiumPath(t)
 	dir := t.TempDir()
@@ -325,6 +325,7 @@ func startBrowserFor(t *testing.T, budget time.Duration) *browser {
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.WindowSize(1024, 768),
 	)
+	opts = append(opts, extra...)
 	parent, stop := context.WithTimeout(context.Background(), budget)
 	actx, acancel := chromedp.NewExecAllocator(parent, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
