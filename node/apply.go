@@ -296,12 +296,6 @@ func (n *Node) leaderReadIndexWithin(timeout time.Duration) (uint64, error) {
 func (n *Node) ConsistentRead(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, retryWindow)
 	defer cancel()
-	return n.catchUp(ctx)
-}
-
-// catchUp is ReadIndex and wait-applied, retried until ctx ends; it gives
-// up at once when this follower has been cut off from any leader.
-func (n *Node) catchUp(ctx context.Context) error {
 	backoff := 10 * time.Millisecond
 	for {
 		idx, err := n.readIndex(ctx)
@@ -325,23 +319,47 @@ func (n *Node) catchUp(ctx context.Context) error {
 // ReadLocal prepares a read of the local replica. With a quorum it is
 // ConsistentRead (read-your-writes) and stale is false. Without one (two
 // boxes dead, or this one cut off) the kitchen still needs the orders this
-// box holds: it answers stale = true instead of an error, after a short
-// try (staleAfter), and at once while the previous read found no quorum
-// either, so a degraded box does not hold every read for the full window.
+// box holds: it answers stale = true instead of an error. It decides so
+// quickly only on evidence: no leader known, or none heard from for a
+// while, for staleAfter (and only degradedTry while the previous read
+// found no quorum either). While a leader is in contact, a slow ReadIndex
+// (a busy box, an election just over) is waited for as ConsistentRead
+// does, so reads stay read-your-writes under load.
 func (n *Node) ReadLocal(ctx context.Context) (stale bool, err error) {
 	if err := n.fsm.Halted(); err != nil {
 		return false, err
 	}
-	budget := n.staleAfter()
+	patience := n.staleAfter()
 	if n.degraded.Load() {
-		budget = degradedTry
+		patience = degradedTry
 	}
-	cctx, cancel := context.WithTimeout(ctx, budget)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, retryWindow)
 	defer cancel()
-	err = n.catchUp(cctx)
-	if err == nil {
-		n.degraded.Store(false)
-		return false, nil
+	backoff := 10 * time.Millisecond
+	for wctx.Err() == nil {
+		// Each try is bounded: a leader that lost power answers nothing.
+		tctx, tcancel := context.WithTimeout(wctx, time.Second)
+		idx, err := n.readIndex(tctx)
+		tcancel()
+		if err == nil {
+			// The cluster answered; applying needs no quorum.
+			if n.fsm.WaitApplied(wctx, idx) == nil {
+				n.degraded.Store(false)
+				return false, nil
+			}
+			break
+		}
+		if !n.inContact() && time.Since(start) >= patience {
+			break
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
 	}
 	if ctx.Err() != nil {
 		return false, ctx.Err() // the caller went away; nothing to serve
@@ -357,11 +375,23 @@ func (n *Node) ReadLocal(ctx context.Context) (stale bool, err error) {
 // read found no quorum: long enough for a live leader's round trip.
 const degradedTry = 300 * time.Millisecond
 
-// staleAfter is how long a read waits for a ReadIndex before it serves the
-// replica as stale: a failover (an election) usually completes within it,
-// so reads stay read-your-writes through one.
+// staleAfter is how long a read without contact to a leader waits for one
+// before it serves the replica as stale: an election usually completes
+// within it, so reads stay read-your-writes through a failover.
 func (n *Node) staleAfter() time.Duration {
 	return min(max(time.Second, 4*n.cfg.Raft.ElectionTimeout.Duration), 3*time.Second)
+}
+
+// inContact reports that this node leads (a leader without a quorum steps
+// down within its lease) or heard from a known leader lately.
+func (n *Node) inContact() bool {
+	if n.raft.State() == raft.Leader {
+		return true
+	}
+	if _, id := n.raft.LeaderWithID(); id == "" {
+		return false
+	}
+	return time.Since(n.raft.LastContact()) <= max(time.Second, 2*n.cfg.Raft.ElectionTimeout.Duration)
 }
 
 func (n *Node) readIndex(ctx context.Context) (uint64, error) {
