@@ -244,11 +244,6 @@ func (n *Node) startRaft() error {
 	if err := http2.ConfigureServer(n.internal, &http2.Server{MaxConcurrentStreams: 1024}); err != nil {
 		return fmt.Errorf("internal channel: %w", err)
 	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.internal.Serve(internalLn)
-	}()
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -282,6 +277,13 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	// Serve the internal channel only now: its handlers use n.raft (a
+	// peer's read-index call can arrive the moment the port is open).
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.internal.Serve(internalLn)
+	}()
 
 	existing, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {
