@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -181,10 +180,10 @@ func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("forward: %w", ctx.Err())
 		}
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			// Never connected (the old leader is gone): the request
-			// surely did not reach it, so any command may be retried.
+		if neverSent(err) {
+			// Never connected (the old leader is gone, or a live one
+			// refused the handshake): the request surely did not reach
+			// it, so any command may be retried.
 			return nil, fmt.Errorf("%w: forward to %s: %v", errRetry, leaderAddr, err)
 		}
 		// The request may have reached the leader before the failure.
@@ -277,11 +276,15 @@ func requireSecret(secret string, next http.Handler) http.Handler {
 // leaderReadIndex is the ReadIndex step on the leader: its commit index,
 // confirmed by a heartbeat round that it is still the leader.
 func (n *Node) leaderReadIndex() (uint64, error) {
+	return n.leaderReadIndexWithin(applyTimeout)
+}
+
+func (n *Node) leaderReadIndexWithin(timeout time.Duration) (uint64, error) {
 	if n.raft.State() != raft.Leader || !n.ready.Load() {
 		return 0, errors.New("not the ready leader")
 	}
 	idx := n.raft.CommitIndex()
-	if err := n.verifyLeader(applyTimeout); err != nil {
+	if err := n.verifyLeader(timeout); err != nil {
 		return 0, fmt.Errorf("verify leader: %w", err)
 	}
 	return idx, nil
@@ -313,9 +316,91 @@ func (n *Node) ConsistentRead(ctx context.Context) error {
 	}
 }
 
+// ReadLocal prepares a read of the local replica. With a quorum it is
+// ConsistentRead (read-your-writes) and stale is false. Without one (two
+// boxes dead, or this one cut off) the kitchen still needs the orders this
+// box holds: it answers stale = true instead of an error. It decides so
+// quickly only on evidence: no leader known, or none heard from for a
+// while, for staleAfter (and only degradedTry while the previous read
+// found no quorum either). While a leader is in contact, a slow ReadIndex
+// (a busy box, an election just over) is waited for as ConsistentRead
+// does, so reads stay read-your-writes under load.
+func (n *Node) ReadLocal(ctx context.Context) (stale bool, err error) {
+	if err := n.fsm.Halted(); err != nil {
+		return false, err
+	}
+	patience := n.staleAfter()
+	if n.degraded.Load() {
+		patience = degradedTry
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, retryWindow)
+	defer cancel()
+	backoff := 10 * time.Millisecond
+	for wctx.Err() == nil {
+		// Each try is bounded: a leader that lost power answers nothing.
+		tctx, tcancel := context.WithTimeout(wctx, time.Second)
+		idx, err := n.readIndex(tctx)
+		tcancel()
+		if err == nil {
+			// The cluster answered; applying needs no quorum.
+			if n.fsm.WaitApplied(wctx, idx) == nil {
+				n.degraded.Store(false)
+				return false, nil
+			}
+			break
+		}
+		if !n.inContact() && time.Since(start) >= patience {
+			break
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err() // the caller went away; nothing to serve
+	}
+	if err := n.fsm.Halted(); err != nil {
+		return false, err
+	}
+	n.degraded.Store(true)
+	return true, nil
+}
+
+// degradedTry is how long a read tries for a ReadIndex while the previous
+// read found no quorum: long enough for a live leader's round trip.
+const degradedTry = 300 * time.Millisecond
+
+// staleAfter is how long a read without contact to a leader waits for one
+// before it serves the replica as stale: an election usually completes
+// within it, so reads stay read-your-writes through a failover.
+func (n *Node) staleAfter() time.Duration {
+	return min(max(time.Second, 4*n.cfg.Raft.ElectionTimeout.Duration), 3*time.Second)
+}
+
+// inContact reports that this node leads (a leader without a quorum steps
+// down within its lease) or heard from a known leader lately.
+func (n *Node) inContact() bool {
+	if n.raft.State() == raft.Leader {
+		return true
+	}
+	if _, id := n.raft.LeaderWithID(); id == "" {
+		return false
+	}
+	return time.Since(n.raft.LastContact()) <= max(time.Second, 2*n.cfg.Raft.ElectionTimeout.Duration)
+}
+
 func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	if n.raft.State() == raft.Leader {
-		return n.leaderReadIndex()
+		timeout := applyTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		return n.leaderReadIndexWithin(timeout)
 	}
 	_, addr := n.LeaderID()
 	if addr == "" {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -54,6 +55,10 @@ type Config struct {
 	// box) and never bootstraps one; peers lists the existing members and
 	// need not list this node. A leader adds it with the membership call.
 	Join bool `toml:"join"`
+	// PublicURL is the one address guests use (QR codes, guestUrl), e.g.
+	// "http://order.local:8080": a name the store's router resolves to
+	// every box, or a floating address. Empty: this box's own address.
+	PublicURL string `toml:"public_url,omitempty"`
 
 	Staff     StaffConfig     `toml:"staff"`
 	TLS       TLSConfig       `toml:"tls"`
@@ -232,6 +237,11 @@ func (c *Config) Validate() error {
 	if err := checkHostPort(c.RaftAddr); err != nil {
 		return bad("raft_addr", err.Error())
 	}
+	if c.PublicURL != "" {
+		if err := checkPublicURL(c.PublicURL); err != nil {
+			return bad("public_url", err.Error())
+		}
+	}
 	if len(c.ClusterSecret) < 16 {
 		return bad("cluster_secret", "must be at least 16 characters (masterorder init writes one)")
 	}
@@ -367,4 +377,17 @@ func (c *Config) PeerHTTP(id string) string {
 		}
 	}
 	return ""
+}
+
+// checkPublicURL accepts http(s)://host[:port] with nothing after it (a
+// trailing slash aside): the apps' paths are appended to it.
+func checkPublicURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return errors.New(`must be an address like "http://order.local:8080"`)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("must be only scheme, host and port (no path, query or user)")
+	}
+	return nil
 }

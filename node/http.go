@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -165,6 +166,11 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 // retries on another node; the kitchen screen fails over).
 func (n *Node) cors() echo.MiddlewareFunc {
 	var origins []string
+	if u := n.cfg.PublicURL; u != "" {
+		// Pages loaded through the store's one address call the boxes
+		// directly when it fails over.
+		origins = append(origins, strings.TrimSuffix(u, "/"))
+	}
 	for _, p := range n.cfg.Peers {
 		origins = append(origins, "http://"+p.HTTPAddr)
 		if host, port, ok := strings.Cut(p.HTTPAddr, ":"); ok && (host == "127.0.0.1" || host == "localhost") {
@@ -178,9 +184,26 @@ func (n *Node) cors() echo.MiddlewareFunc {
 		},
 		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
-		ExposeHeaders: []string{"Retry-After", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed"},
+		ExposeHeaders: []string{"Retry-After", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed", StaleHeader},
 		MaxAge:        600,
 	})
+}
+
+// StaleHeader marks an answer read from this box's replica without a
+// quorum: it holds every order this box has applied, maybe not the newest.
+const StaleHeader = "X-MasterOrder-Stale"
+
+// ReadReplica is the read barrier of every read endpoint: read-your-writes
+// while the cluster answers (StaleHeader "false"), the replica as it is
+// without a quorum (StaleHeader "true"). It reports whether the answer is
+// stale; an error (a halted node, a caller gone) is for FailErr.
+func (n *Node) ReadReplica(c echo.Context) (stale bool, err error) {
+	stale, err = n.ReadLocal(c.Request().Context())
+	if err != nil {
+		return false, err
+	}
+	c.Response().Header().Set(StaleHeader, strconv.FormatBool(stale))
+	return stale, nil
 }
 
 // Ready reports whether this node knows a leader it heard from recently and
@@ -245,7 +268,9 @@ type Status struct {
 	Nodes        []MemberStatus `json:"nodes"`
 	FSMTime      int64          `json:"fsmTime"`
 	ClockSuspect bool           `json:"clockSuspect"`
-	CloudSync    any            `json:"cloudSync,omitempty"`
+	// Stale: this node cannot reach a quorum and serves its replica as is.
+	Stale     bool `json:"stale"`
+	CloudSync any  `json:"cloudSync,omitempty"`
 }
 
 // SetCloudSyncStatus installs the function that fills status.cloudSync.
@@ -300,7 +325,16 @@ func (n *Node) clockSuspect() bool {
 	return last > 0 && wall.UnixMilli() < last-60_000
 }
 
-func (n *Node) handleStatus(c echo.Context) error { return c.JSON(http.StatusOK, n.Status()) }
+func (n *Node) handleStatus(c echo.Context) error {
+	stale, err := n.ReadReplica(c)
+	if err != nil && !errors.Is(err, ErrHalted) {
+		return n.FailErr(c, err)
+	}
+	s := n.Status()
+	// A halted node still tells what it knows: that is what status is for.
+	s.Stale = stale || err != nil
+	return c.JSON(http.StatusOK, s)
+}
 
 // MemberHTTP returns a member's HTTP address: configured peers, then
 // members added later (recorded in the KV by the membership call).

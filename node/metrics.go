@@ -35,6 +35,7 @@ type nodeMetrics struct {
 	snapRestore    prometheus.Histogram
 	proposeRetries prometheus.Counter
 	forwarded      prometheus.Counter
+	peerDials      prometheus.Counter
 }
 
 // CloudSyncMetrics is what /metrics reports of the cloud sync, derived
@@ -65,6 +66,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.proposeRetries = f.counter("masterorder_propose_retries_total",
 		"Proposals tried again (no leader, leader changed, forward failed).")
 	m.forwarded = f.counter("masterorder_forwarded_proposals_total", "Proposals forwarded to the leader.")
+	m.peerDials = f.counter("masterorder_peer_dials_total", "Connections dialled to other boxes' internal channel (one per peer while in use).")
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -20,6 +20,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/labstack/echo/v4"
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/net/http2"
 
 	"masterorder/kv"
 	"masterorder/node/pki"
@@ -41,6 +42,9 @@ type Options struct {
 	// channel) with mutual TLS; nil means plain TCP.
 	ServerTLS *tls.Config
 	ClientTLS *tls.Config
+	// PeerIdleTimeout closes unused connections to the other boxes
+	// (default 90 s; tests shorten it to reach the cold path quickly).
+	PeerIdleTimeout time.Duration
 }
 
 // Node is one store box.
@@ -63,6 +67,7 @@ type Node struct {
 	clock         leaderClock
 	ready         atomic.Bool // leader: barrier done and clock set
 	steppingDown  atomic.Bool // a halted leader is handing over (stepDownIfHalted)
+	degraded      atomic.Bool // the last ReadLocal found no quorum
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
@@ -116,17 +121,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 	n.AddLeaderWorker("expire", n.expireWorker)
 	n.echo = newEcho(n)
 	n.initMetrics()
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         n.dialInternal,
-		MaxIdleConnsPerHost: 256, // one per concurrent forwarded request
-		IdleConnTimeout:     30 * time.Second,
-	}
-	if opts.ClientTLS != nil {
-		tr.TLSClientConfig = opts.ClientTLS.Clone()
-		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	}
-	n.peerHTTP = &http.Client{Transport: tr}
+	n.peerHTTP = n.newPeerClient()
 	return n, nil
 }
 
@@ -245,11 +240,10 @@ func (n *Node) startRaft() error {
 	})
 
 	n.internal = &http.Server{Handler: n.internalHandler(), ReadHeaderTimeout: 5 * time.Second}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.internal.Serve(internalLn)
-	}()
+	// Peers multiplex their calls over one HTTP/2 connection (peerclient.go).
+	if err := http2.ConfigureServer(n.internal, &http2.Server{MaxConcurrentStreams: 1024}); err != nil {
+		return fmt.Errorf("internal channel: %w", err)
+	}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -283,6 +277,13 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	// Serve the internal channel only now: its handlers use n.raft (a
+	// peer's read-index call can arrive the moment the port is open).
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.internal.Serve(internalLn)
+	}()
 
 	existing, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {

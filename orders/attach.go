@@ -51,14 +51,11 @@ func (s *Service) housekeepingWorker(ctx context.Context) {
 
 // Housekeep runs one housekeeping command.
 func (s *Service) Housekeep(ctx context.Context) error {
-	now := time.Now()
-	cmd := housekeepingCmd{Limit: 1000}
-	if d := s.cfg.Retention.AuditDays; d > 0 {
-		cmd.AuditBeforeWall = now.AddDate(0, 0, -d).UnixMilli()
-	}
-	if d := s.cfg.Retention.ArchiveDays; d > 0 {
-		cmd.ArchiveBeforeWall = now.AddDate(0, 0, -d).UnixMilli()
-	}
+	// Only the retentions: Apply judges them on FSM time.
+	const day = 24 * time.Hour
+	cmd := housekeepingCmd{Limit: 1000,
+		AuditKeepMs:   (time.Duration(s.cfg.Retention.AuditDays) * day).Milliseconds(),
+		ArchiveKeepMs: (time.Duration(s.cfg.Retention.ArchiveDays) * day).Milliseconds()}
 	_, err := s.apply(ctx, CmdHousekeeping, cmd)
 	return err
 }

@@ -44,9 +44,15 @@ type store struct {
 	http  *http.Client
 }
 
-func startStore(t testing.TB, n int, mutate func(i int, c *node.Config)) *store {
+func startStore(t testing.TB, n int, mutate func(i int, c *node.Config), tune ...func(o *node.Options)) *store {
 	t.Helper()
-	return startStoreWith(t, n, mutate, func(int) node.Options { return orders.NodeOptions() })
+	return startStoreWith(t, n, mutate, func(int) node.Options {
+		o := orders.NodeOptions()
+		for _, f := range tune {
+			f(&o)
+		}
+		return o
+	})
 }
 
 // startStoreWith starts the store with each node's options chosen by the

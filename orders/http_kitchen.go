@@ -30,7 +30,7 @@ func (s *Service) kitchenOrders(c echo.Context) error {
 			statuses = append(statuses, st)
 		}
 	}
-	if err := s.consistent(c.Request().Context()); err != nil {
+	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
 	var list []store.Order
@@ -62,6 +62,8 @@ func (s *Service) kitchenSnapshot(ctx context.Context) (uint64, []store.Order, e
 	return idx, list, err
 }
 
+// sseHeartbeat is the interval of the stream's ping events (API.md: at
+// least every 15 s).
 const sseHeartbeat = 15 * time.Second
 
 // kitchenStream serves Server-Sent Events. Ids are Raft indexes; a client
@@ -83,8 +85,10 @@ func (s *Service) kitchenStream(c echo.Context) error {
 		last, resume = n, true
 	}
 	ctx := c.Request().Context()
-	// Catch up first, so an id another node already sent is known here.
-	if err := s.consistent(ctx); err != nil {
+	// Catch up first, so an id another node already sent is known here;
+	// without a quorum the stream opens on what this box holds and goes on
+	// live once the quorum is back (ids are log indexes: nothing is missed).
+	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
 	sub, backlog, ok := s.hub.Subscribe(last, s.node.FSM().Applied(), 1024)
@@ -144,7 +148,10 @@ func (s *Service) kitchenStream(c echo.Context) error {
 			}
 			w.Flush()
 		case <-beat.C:
-			fmt.Fprintf(w, ": heartbeat\n\n")
+			// An event, not a comment: EventSource shows only events to
+			// the page, and the screen takes 45 s without one as a dead
+			// connection (a box that lost power sends no FIN).
+			fmt.Fprintf(w, "event: ping\ndata:\n\n")
 			w.Flush()
 		}
 	}

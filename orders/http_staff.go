@@ -175,7 +175,7 @@ func (s *Service) putMenu(c echo.Context) error {
 }
 
 func (s *Service) listMenu(c echo.Context) error {
-	if err := s.consistent(c.Request().Context()); err != nil {
+	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
 	var items []store.MenuItem
@@ -221,7 +221,7 @@ func (s *Service) putStock(c echo.Context) error {
 }
 
 func (s *Service) listStock(c echo.Context) error {
-	if err := s.consistent(c.Request().Context()); err != nil {
+	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
 	var levels []store.StockLevel
@@ -277,7 +277,7 @@ func (s *Service) listSessions(c echo.Context) error {
 	if c.QueryParam("limit") == "" {
 		limit = 200
 	}
-	if err := s.consistent(c.Request().Context()); err != nil {
+	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
 	var list []store.Session
@@ -368,7 +368,7 @@ func (s *Service) listAudit(c echo.Context) error {
 	if !ok {
 		return s.fail(c, http.StatusBadRequest, "INVALID_LIMIT", 0, nil)
 	}
-	if err := s.consistent(c.Request().Context()); err != nil {
+	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
 	var entries []store.AuditEntry
@@ -395,7 +395,7 @@ func (s *Service) listLocks(c echo.Context) error {
 	if !validKey(prefix) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_KEY", 0, nil)
 	}
-	if err := s.consistent(c.Request().Context()); err != nil {
+	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
 	entries, err := s.node.KV().List(prefix, 1000)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,8 +61,16 @@ func TestMembersEndpoints(t *testing.T) {
 	if m := got["d"]; m.Suffrage != "nonvoter" || m.HTTPAddr != dHTTP || m.RaftAddr != d || len(out.Nodes) != 4 {
 		t.Fatalf("after add: %+v", out.Nodes)
 	}
-	// Every node knows d's web address (CORS lets d's pages call them).
+	// Every node knows d's web address (CORS lets d's pages call them)
+	// once it has applied the change: the answer came after node fi did.
+	added := s.c.Nodes[fi].FSM().Applied()
 	for i := range s.c.Nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.c.Nodes[i].FSM().WaitApplied(ctx, added)
+		cancel()
+		if err != nil {
+			t.Fatalf("node %d did not apply index %d: %v", i, added, err)
+		}
 		r := s.do(i, "OPTIONS", "/api/guest/sessions/x/orders", map[string]string{"Origin": "http://" + dHTTP, "Access-Control-Request-Method": "POST"}, nil)
 		if r.Header.Get("Access-Control-Allow-Origin") != "http://"+dHTTP {
 			t.Fatalf("node %d does not allow d's origin: %d %v", i, r.Status, r.Header)
@@ -377,16 +386,20 @@ func grep(text, prefix string) string {
 	return strings.Join(out, "\n")
 }
 
-// Housekeeping moves closed sessions' orders to orders_archive and prunes
-// audit rows past [retention] audit_days, on every node alike.
+// Housekeeping moves closed sessions' orders to orders_archive, on every
+// node alike, and judges retention on FSM time: the cluster starts under a
+// leader whose wall clock is 50 years behind (every row it writes carries
+// that date), then a box with a correct clock leads; neither deletes a row
+// younger than the retention in FSM time (all of them, here).
 func TestHousekeepingArchivesAndPrunes(t *testing.T) {
-	// The leader's wall clock is 100 days behind: every audit row it
-	// stamps is past the 90-day retention by today's date.
-	past := func() time.Time { return time.Now().Add(-100 * 24 * time.Hour) }
+	offset := make([]atomic.Int64, 3)
+	for i := range offset {
+		offset[i].Store(int64(-50 * 365 * 24 * time.Hour))
+	}
 	s := &store{t: t, svcs: make([]*orders.Service, 3), http: &http.Client{Timeout: 15 * time.Second}}
-	s.c = nodetest.Start(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 }, func(int) node.Options {
+	s.c = nodetest.Start(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 }, func(i int) node.Options {
 		o := orders.NodeOptions()
-		o.WallClock = past
+		o.WallClock = func() time.Time { return time.Now().Add(time.Duration(offset[i].Load())) }
 		return o
 	}, func(i int, nd *node.Node) {
 		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: passwordHash(t)})
@@ -395,6 +408,12 @@ func TestHousekeepingArchivesAndPrunes(t *testing.T) {
 		}
 		s.svcs[i] = svc
 	})
+	first, _ := s.c.WaitLeader(5 * time.Second)
+	for i := range offset {
+		if i != first {
+			offset[i].Store(0) // the others' clocks are right
+		}
+	}
 	s.token = s.login(0)
 	s.seedMenu()
 	open := s.guest(s.openSession("H1"))
@@ -416,8 +435,9 @@ func TestHousekeepingArchivesAndPrunes(t *testing.T) {
 		return v
 	}
 	li, leader := s.c.WaitLeader(5 * time.Second)
-	if count(leader, `SELECT count(*) FROM audit`) == 0 {
-		t.Fatal("no audit rows to prune")
+	audits := count(leader, `SELECT count(*) FROM audit`)
+	if audits == 0 {
+		t.Fatal("no audit rows to keep")
 	}
 	if err := s.svcs[li].Housekeep(context.Background()); err != nil {
 		t.Fatalf("housekeep: %v", err)
@@ -426,7 +446,15 @@ func TestHousekeepingArchivesAndPrunes(t *testing.T) {
 	if err := s.svcs[(li+1)%3].Housekeep(context.Background()); err != nil {
 		t.Fatalf("housekeep through a follower: %v", err)
 	}
-	s.c.AssertIdentical(10 * time.Second)
+	// The box 50 years behind steps away; one with a correct clock leads
+	// and housekeeps: by its wall clock every row is 50 years old.
+	s.c.StopNode(first)
+	ni, _ := s.c.WaitLeader(10 * time.Second)
+	if err := s.svcs[ni].Housekeep(context.Background()); err != nil {
+		t.Fatalf("housekeep under the correct clock: %v", err)
+	}
+	s.c.StartNode(first)
+	s.c.AssertIdentical(20 * time.Second)
 	for i, n := range s.c.Nodes {
 		if got := count(n, `SELECT count(*) FROM orders WHERE session_id = '`+done.sess.ID+`'`); got != 0 {
 			t.Errorf("node %d: %d orders of the closed session still live", i, got)
@@ -437,12 +465,15 @@ func TestHousekeepingArchivesAndPrunes(t *testing.T) {
 		if got := count(n, `SELECT count(*) FROM orders WHERE session_id = '`+open.sess.ID+`'`); got != 3 {
 			t.Errorf("node %d: the open session has %d live orders, want 3", i, got)
 		}
-		if got := count(n, `SELECT count(*) FROM audit`); got != 0 {
-			t.Errorf("node %d: %d audit rows past retention left", i, got)
+		if got := count(n, `SELECT count(*) FROM audit`); got < audits {
+			t.Errorf("node %d: %d audit rows left of %d, all younger than the retention", i, got, audits)
+		}
+		if got := count(n, `SELECT count(*) FROM sessions WHERE session_id = '`+done.sess.ID+`'`); got != 1 {
+			t.Errorf("node %d: the closed session was pruned", i)
 		}
 	}
 	// The open session keeps working; its history is intact.
-	if h := open.history(2, ""); len(h) != 3 {
+	if h := open.history(s.running(2), ""); len(h) != 3 {
 		t.Fatalf("open session history: %+v", h)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -206,6 +207,13 @@ func (s *Service) query(fn func(db store.DB) error) error {
 // (read-your-writes on any node).
 func (s *Service) consistent(ctx context.Context) error { return s.node.ConsistentRead(ctx) }
 
+// readReplica is the barrier of every read endpoint: read-your-writes with
+// a quorum, this box's replica flagged stale without one (node.ReadReplica).
+func (s *Service) readReplica(c echo.Context) error {
+	_, err := s.node.ReadReplica(c)
+	return err
+}
+
 // windows are the admission windows from [admission].
 func (s *Service) windows() Windows {
 	a := s.cfg.Admission
@@ -266,6 +274,11 @@ func (s *Service) loadSession(id string) (store.Session, bool, error) {
 	return sess, found, err
 }
 
+// guestURL is the table's address for its QR code: public_url when the
+// store has one address for all boxes, else the box the staff talks to.
 func (s *Service) guestURL(c echo.Context, sessionID string) string {
+	if u := s.cfg.PublicURL; u != "" {
+		return strings.TrimSuffix(u, "/") + "/guest/?s=" + sessionID
+	}
 	return "http://" + c.Request().Host + "/guest/?s=" + sessionID
 }

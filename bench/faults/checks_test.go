@@ -284,6 +284,9 @@ func (w *streamWatcher) connect(ctx context.Context, client *http.Client) {
 }
 
 func (w *streamWatcher) handle(seg *segment, id uint64, typ, data string) {
+	if typ == "ping" {
+		return // liveness only: no id, not part of the ordered stream
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if typ == "snapshot" {

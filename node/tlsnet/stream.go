@@ -47,17 +47,19 @@ func NewStreamLayer(bindAddr string, advertise net.Addr, serverTLS, clientTLS *t
 
 // NewSharedPort serves Raft and the internal HTTPS channel on one port,
 // telling them apart by the ALPN protocol negotiated in the handshake:
-// RaftALPN goes to the returned StreamLayer, "http/1.1" to the returned
-// listener (for http.Server.Serve). A connection that negotiated neither
+// RaftALPN goes to the returned StreamLayer, "h2" and "http/1.1" to the
+// returned listener (for http.Server.Serve; HTTP/2 lets a peer multiplex
+// any number of calls over one connection). A connection that negotiated neither
 // is closed, so dial it only with StreamLayer.Dial and HTTPClient, which
 // offer the right protocol. The port closes when both are closed.
 func NewSharedPort(bindAddr string, advertise net.Addr, serverTLS, clientTLS *tls.Config, opts ...Option) (*StreamLayer, net.Listener, error) {
-	p, err := listenPort(bindAddr, advertise, serverTLS, clientTLS, []string{RaftALPN, "http/1.1"}, opts)
+	p, err := listenPort(bindAddr, advertise, serverTLS, clientTLS, []string{RaftALPN, "h2", "http/1.1"}, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	layer := p.raftLayer(advertise, clientTLS)
 	httpL := p.newSub()
+	p.routes["h2"] = httpL
 	p.routes["http/1.1"] = httpL
 	p.start()
 	return layer, httpL, nil

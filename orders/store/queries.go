@@ -582,12 +582,27 @@ func DeleteOutbox(tx DB, seqs []int64) error {
 
 // ---- long life ----
 
+// StampRetention gives the audit rows and closed sessions that have no
+// FSM time yet the current one (now): rows carry the proposer's wall
+// clock, which may be decades off, so retention counts from the FSM time
+// housekeeping first saw a row (at most one housekeeping period after it
+// was written: a row is kept that much longer, never less).
+func StampRetention(tx DB, now int64) error {
+	if _, err := tx.Exec(`UPDATE audit SET at_fsm = ? WHERE at_fsm IS NULL`, now); err != nil {
+		return fmt.Errorf("stamp audit: %w", err)
+	}
+	if _, err := tx.Exec(`UPDATE sessions SET closed_fsm = ? WHERE status = ? AND closed_fsm IS NULL`, now, SessionClosed); err != nil {
+		return fmt.Errorf("stamp sessions: %w", err)
+	}
+	return nil
+}
+
 // ArchiveClosed moves up to limit orders of closed sessions into the
-// archive table.
-func ArchiveClosed(tx DB, at int64, limit int) (int64, error) {
-	res, err := tx.Exec(`INSERT INTO orders_archive(`+orderCols+`, archived_at)
-		SELECT `+prefixed("o.", orderCols)+`, ? FROM orders o JOIN sessions s ON s.session_id = o.session_id
-		WHERE s.status = ? ORDER BY o.seq LIMIT ?`, at, SessionClosed, limit)
+// archive table; at is the wall clock (display), now the FSM time.
+func ArchiveClosed(tx DB, at, now int64, limit int) (int64, error) {
+	res, err := tx.Exec(`INSERT INTO orders_archive(`+orderCols+`, archived_at, archived_fsm)
+		SELECT `+prefixed("o.", orderCols)+`, ?, ? FROM orders o JOIN sessions s ON s.session_id = o.session_id
+		WHERE s.status = ? ORDER BY o.seq LIMIT ?`, at, now, SessionClosed, limit)
 	if err != nil {
 		return 0, fmt.Errorf("archive orders: %w", err)
 	}
@@ -602,12 +617,24 @@ func ArchiveClosed(tx DB, at int64, limit int) (int64, error) {
 	return n, nil
 }
 
+// Retention clocks: the FSM time housekeeping stamped (RetainFSM), or the
+// proposer's wall clock (RetainWall: entries of builds that judged it so,
+// kept for replaying old logs alike on every box).
+const (
+	RetainFSM  = false
+	RetainWall = true
+)
+
 // PruneAudit deletes up to limit audit rows older than before.
-func PruneAudit(tx DB, before int64, limit int) (int64, error) {
+func PruneAudit(tx DB, before int64, limit int, wall bool) (int64, error) {
 	if before <= 0 {
 		return 0, nil
 	}
-	res, err := tx.Exec(`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY id LIMIT ?)`, before, limit)
+	col := "at_fsm"
+	if wall {
+		col = "at"
+	}
+	res, err := tx.Exec(`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE `+col+` < ? ORDER BY id LIMIT ?)`, before, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune audit: %w", err)
 	}
@@ -617,16 +644,20 @@ func PruneAudit(tx DB, before int64, limit int) (int64, error) {
 
 // PruneArchive deletes archived orders (and their closed sessions) older
 // than before.
-func PruneArchive(tx DB, before int64, limit int) (int64, error) {
+func PruneArchive(tx DB, before int64, limit int, wall bool) (int64, error) {
 	if before <= 0 {
 		return 0, nil
 	}
-	res, err := tx.Exec(`DELETE FROM orders_archive WHERE order_id IN (SELECT order_id FROM orders_archive WHERE archived_at < ? ORDER BY seq LIMIT ?)`, before, limit)
+	archived, closed := "archived_fsm", "closed_fsm"
+	if wall {
+		archived, closed = "archived_at", "closed_at"
+	}
+	res, err := tx.Exec(`DELETE FROM orders_archive WHERE order_id IN (SELECT order_id FROM orders_archive WHERE `+archived+` < ? ORDER BY seq LIMIT ?)`, before, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune archive: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	if _, err := tx.Exec(`DELETE FROM sessions WHERE status = ? AND closed_at < ? AND session_id NOT IN (SELECT session_id FROM orders) AND session_id NOT IN (SELECT session_id FROM orders_archive)`, SessionClosed, before); err != nil {
+	if _, err := tx.Exec(`DELETE FROM sessions WHERE status = ? AND `+closed+` < ? AND session_id NOT IN (SELECT session_id FROM orders) AND session_id NOT IN (SELECT session_id FROM orders_archive)`, SessionClosed, before); err != nil {
 		return 0, fmt.Errorf("prune sessions: %w", err)
 	}
 	return n, nil

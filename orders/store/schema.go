@@ -116,6 +116,13 @@ var migrations = []string{
 	DROP TABLE outbox_v2;
 	CREATE TABLE catalog_version (version INTEGER NOT NULL);
 	ALTER TABLE sessions ADD COLUMN payment TEXT NOT NULL DEFAULT '';`,
+	// 4: retention is judged on FSM time (a box may boot in 1970): the FSM
+	// time at which housekeeping first saw each row (NULL until then).
+	`ALTER TABLE audit ADD COLUMN at_fsm INTEGER;
+	CREATE INDEX audit_at_fsm ON audit(at_fsm);
+	ALTER TABLE sessions ADD COLUMN closed_fsm INTEGER;
+	ALTER TABLE orders_archive ADD COLUMN archived_fsm INTEGER;
+	CREATE INDEX orders_archive_fsm ON orders_archive(archived_fsm);`,
 }
 
 // SchemaVersion is the version this build migrates to.

@@ -302,6 +302,13 @@ type browser struct {
 // test. It is stopped, with every child process, when the test ends.
 func startBrowser(t *testing.T) *browser {
 	t.Helper()
+	return startBrowserFor(t, browserBudget)
+}
+
+// startBrowserFor is startBrowser with another budget (tests that wait out
+// the kitchen's 45-second silence check).
+func startBrowserFor(t *testing.T, budget time.Duration, extra ...chromedp.ExecAllocatorOption) *browser {
+	t.Helper()
 	path := chromiumPath(t)
 	dir := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -318,7 +325,8 @@ func startBrowser(t *testing.T) *browser {
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.WindowSize(1024, 768),
 	)
-	parent, stop := context.WithTimeout(context.Background(), browserBudget)
+	opts = append(opts, extra...)
+	parent, stop := context.WithTimeout(context.Background(), budget)
 	actx, acancel := chromedp.NewExecAllocator(parent, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(func() {

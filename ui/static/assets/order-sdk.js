@@ -242,6 +242,15 @@ export function createOrderSdk(options) {
   for (const k of Object.keys(cfg)) if (typeof o[k] === 'number') cfg[k] = o[k];
   const pool = o.pool || createNodePool({ origin, fetch: fetchFn, storage, now, timers });
 
+  const staleListeners = [];
+  // A node without a quorum still answers reads from its own replica,
+  // marked X-MasterOrder-Stale: true; the app says it is offline.
+  function noteStale(res) {
+    const v = header(res, 'X-MasterOrder-Stale');
+    if (v === null || v === undefined) return;
+    for (const f of staleListeners) f(v === 'true');
+  }
+
   const inflight = new Map(); // sessionId → {sig, requestId, promise}
   const recent = new Map(); // sessionId → [{sig, at, outcome}]
   const carts = loadCartKeys(); // sessionId → {requestId, binding|null}
@@ -406,6 +415,7 @@ export function createOrderSdk(options) {
   async function getJSON(path, pin, limits) {
     const { res, data } = await exchange('GET', path, { headers: guestHeaders(pin) }, limits || { maxAttempts: 3, maxTotalMs: 10000 });
     if (!res.ok) throw apiError(res, data);
+    noteStale(res);
     return data || {};
   }
 
@@ -634,6 +644,7 @@ export function createOrderSdk(options) {
     getMenu,
     getOrders,
     inFlight: (sessionId) => inflight.has(String(sessionId)),
+    onStale: (f) => staleListeners.push(f),
     pool,
     messages: msg,
   };

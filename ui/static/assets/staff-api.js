@@ -30,6 +30,7 @@ export function createStaffApi(opts) {
   const tokens = safeStorage(globalThis.sessionStorage);
   const pool = o.pool || createNodePool({ origin, storage: safeStorage(globalThis.localStorage) });
   const unauthorized = [];
+  const staleListeners = [];
   const timeoutMs = o.timeoutMs || 8000;
   let lastServerSkew = 0;
 
@@ -66,6 +67,14 @@ export function createStaffApi(opts) {
     if (!Number.isNaN(d)) lastServerSkew = d - Date.now();
   }
 
+  // A node without a quorum still answers reads from its own replica,
+  // marked X-MasterOrder-Stale: true; the apps say they are offline.
+  function noteStale(res) {
+    const v = res.headers.get('X-MasterOrder-Stale');
+    if (v === null) return;
+    for (const f of staleListeners) f(v === 'true');
+  }
+
   async function request(method, path, body, ro) {
     const retry = method === 'GET' || method === 'PUT';
     const tries = retry ? Math.max(2, pool.size()) : 1;
@@ -93,6 +102,7 @@ export function createStaffApi(opts) {
         continue;
       }
       if (base === origin) noteDate(res);
+      noteStale(res);
       if (res.status >= 500 && retry && i + 1 < tries) {
         pool.failed(base);
         continue;
@@ -153,6 +163,7 @@ export function createStaffApi(opts) {
     patch: (p, b) => request('PATCH', p, b),
     del: (p) => request('DELETE', p),
     onUnauthorized: (f) => unauthorized.push(f),
+    onStale: (f) => staleListeners.push(f),
     serverNow: () => Date.now() + lastServerSkew,
     pool,
   };

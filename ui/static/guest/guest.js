@@ -53,6 +53,7 @@ const T = createI18n({
     'guest.closed.title': 'ご利用ありがとうございました',
     'guest.notfound.title': 'テーブルが見つかりません',
     'guest.net': '接続が不安定です。自動で再試行しています…',
+    'guest.offline': 'オフライン — 最後に確認できた注文を表示しています。いまは注文できません。',
     'guest.priceChanged': '価格が変わりました。内容をご確認のうえ、もう一度お試しください。',
   },
   en: {
@@ -99,6 +100,7 @@ const T = createI18n({
     'guest.closed.title': 'Thank you for dining with us',
     'guest.notfound.title': 'Table not found',
     'guest.net': 'The connection is unstable. Retrying automatically…',
+    'guest.offline': 'Offline — showing the last known orders. Ordering is paused.',
     'guest.priceChanged': 'Prices have changed. Please check your order and try again.',
   },
 });
@@ -251,6 +253,15 @@ function showScreen(name) {
 
 function renderHeader() {
   $('#table-label').textContent = state.info && state.info.tableId ? T.t('guest.table', { table: state.info.tableId }) : '';
+}
+
+// setOffline shows the banner while the store servers answer from a box
+// that lost the others (X-MasterOrder-Stale): the menu and history are
+// what that box holds, and orders wait until the servers are back.
+function setOffline(on) {
+  const b = $('#offline-banner');
+  b.textContent = T.t('guest.offline');
+  b.hidden = !on;
 }
 
 function setNetworkTrouble(on) {
@@ -735,7 +746,9 @@ function bind() {
     renderHistory();
     renderSheet();
     setNetworkTrouble(!$('#net-banner').hidden);
+    setOffline(!$('#offline-banner').hidden);
   });
+  sdk.onStale(setOffline);
   $('#pin-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const pin = $('#pin-input').value.trim();

@@ -9,7 +9,7 @@
 
 import { createStaffApi, menuBody } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
-import { safeStorage } from '/assets/cluster.js';
+import { safeStorage, fetchWithTimeout } from '/assets/cluster.js';
 import { $, h, clear, show, setError, mmss, pad2, toast, confirmDialog } from '/assets/dom.js';
 
 const T = createI18n({
@@ -21,6 +21,7 @@ const T = createI18n({
     'kitchen.conn.connecting': '接続しています…',
     'kitchen.conn.reconnecting': '切断 — 再接続中…',
     'kitchen.banner': '接続が切れました。再接続中です… 新しい注文が表示されない可能性があります。',
+    'kitchen.offline': 'オフライン — 最後に受け取った注文を表示しています。サーバーの復旧後に新しい注文が届きます。',
     'kitchen.bump.ACCEPTED': '調理開始',
     'kitchen.bump.COOKING': 'できあがり',
     'kitchen.bump.READY': '提供済み',
@@ -50,6 +51,7 @@ const T = createI18n({
     'kitchen.conn.connecting': 'Connecting…',
     'kitchen.conn.reconnecting': 'Disconnected — reconnecting…',
     'kitchen.banner': 'Disconnected. Reconnecting… New orders may not show until the connection is back.',
+    'kitchen.offline': 'Offline — showing the last known orders. New orders arrive once the servers are back.',
     'kitchen.bump.ACCEPTED': 'Start cooking',
     'kitchen.bump.COOKING': 'Ready',
     'kitchen.bump.READY': 'Served',
@@ -79,7 +81,8 @@ const BACK = { COOKING: 'ACCEPTED', READY: 'COOKING', SERVED: 'READY' };
 const WARN_MS = 10 * 60 * 1000;
 const LATE_MS = 20 * 60 * 1000;
 const SERVED_KEEP = 6;
-// If the server sends "ping" events, a silent connection is a dead one.
+// The server sends a "ping" event at least every 15 s: 45 s of silence is
+// a dead connection (a box that lost power or froze sends nothing).
 const SILENCE_MS = 45 * 1000;
 const SOUND_KEY = 'masterorder.kitchen.sound';
 
@@ -96,7 +99,7 @@ const state = {
   attempt: 0,
   reconnectTimer: null,
   lastMessageAt: 0,
-  sawPing: false,
+  offline: false,
   fresh: new Set(), // order ids to flash
   soundOn: prefs.getItem(SOUND_KEY) !== 'off',
   audio: null,
@@ -115,6 +118,28 @@ function setConn(s) {
   const banner = $('#conn-banner');
   banner.textContent = T.t('kitchen.banner');
   banner.hidden = s !== 'reconnecting';
+}
+
+// setOffline: the box this screen talks to lost the others and serves the
+// orders it holds (X-MasterOrder-Stale); the stream goes on live once the
+// quorum is back.
+function setOffline(on) {
+  state.offline = on;
+  const b = $('#offline-banner');
+  b.textContent = T.t('kitchen.offline');
+  b.hidden = !on;
+}
+
+// checkOffline asks the stream's box whether it has a quorum (EventSource
+// cannot read the stream's headers); on open and on every ping.
+async function checkOffline(es) {
+  try {
+    const res = await fetchWithTimeout(globalThis.fetch.bind(globalThis), state.base + '/api/cluster/status', { cache: 'no-store', credentials: 'omit' }, 5000);
+    const d = await res.json();
+    if (es === state.es && d && typeof d.stale === 'boolean') setOffline(d.stale);
+  } catch (_) {
+    // the stream itself notices a dead box
+  }
 }
 
 // ---------------------------------------------------------------- stream
@@ -147,6 +172,7 @@ function connect() {
     state.lastMessageAt = Date.now();
     api.pool.ok(base);
     setConn('live');
+    checkOffline(es);
   });
   es.addEventListener('error', () => {
     if (es !== state.es) return;
@@ -161,8 +187,9 @@ function connect() {
     });
   }
   es.addEventListener('ping', () => {
-    state.sawPing = true;
+    if (es !== state.es) return;
     state.lastMessageAt = Date.now();
+    checkOffline(es);
   });
 }
 
@@ -339,7 +366,7 @@ function tick() {
   const d = new Date();
   $('#clock').textContent = pad2(d.getHours()) + ':' + pad2(d.getMinutes());
   // a connection that went silent although the server pings is dead
-  if (state.conn === 'live' && state.sawPing && Date.now() - state.lastMessageAt > SILENCE_MS) streamLost();
+  if (state.conn === 'live' && Date.now() - state.lastMessageAt > SILENCE_MS) streamLost();
 }
 
 async function setStatus(o, status) {
@@ -574,6 +601,7 @@ function bindLogin() {
     showLogin();
   });
   api.onUnauthorized(() => showLogin());
+  api.onStale(setOffline);
 }
 
 // ---------------------------------------------------------------- start
@@ -583,6 +611,7 @@ function start() {
   T.bindToggle($('#lang-toggle'));
   T.onChange(() => {
     setConn(state.conn);
+    setOffline(state.offline);
     render();
     renderSound();
     renderSoldOut();

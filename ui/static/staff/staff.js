@@ -295,12 +295,22 @@ async function showApp() {
   }
 }
 
+// setOffline: the box answering lost the others and shows what it holds
+// (X-MasterOrder-Stale); writes wait until the quorum is back.
+function setOffline(on) {
+  const b = $('#offline-banner');
+  b.textContent = T.t('staff.offline');
+  b.hidden = !on;
+}
+
 function start() {
   T.apply();
   T.bindToggle($('#lang-toggle'));
   T.onChange(() => {
     for (const p of Object.values(pages)) if (p.rerender) p.rerender();
+    setOffline(!$('#offline-banner').hidden);
   });
+  api.onStale(setOffline);
   for (const p of Object.values(pages)) if (p.bind) p.bind();
   for (const b of $$('#tabs button')) b.addEventListener('click', () => go(b.dataset.tab));
   window.addEventListener('hashchange', () => {

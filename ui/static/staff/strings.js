@@ -3,6 +3,7 @@
 export const STRINGS = {
   ja: {
     'staff.brand': 'スタッフ',
+    'staff.offline': 'オフライン — この端末が最後に受け取った注文と設定を表示しています。変更はサーバーの復旧後にできます。',
     'staff.kitchenLink': 'キッチン画面',
     'staff.node': 'ノード {id}',
     'staff.tab.tables': 'テーブル',
@@ -113,6 +114,7 @@ export const STRINGS = {
   },
   en: {
     'staff.brand': 'Staff',
+    'staff.offline': 'Offline — showing the last known orders and settings on this box. Changes can be made once the servers are back.',
     'staff.kitchenLink': 'Kitchen display',
     'staff.node': 'node {id}',
     'staff.tab.tables': 'Tables',
