@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
@@ -54,20 +51,42 @@ func writeBigKeys(t *testing.T, c *nodetest.Cluster, prefix string, count, size 
 	}
 }
 
-// A far-behind follower receives a snapshot install while snapshots are
-// forced on it over and over. Raft's snapshot thread holds an FSMSnapshot
-// while it waits for the main thread, which may be waiting for the install's
-// Restore: no hang, the follower converges in bounded time and stops.
+// A far-behind follower receives a slow snapshot install (its link limited
+// to 1 MB/s) and a snapshot is forced on it while the install streams.
+// Raft's snapshot thread then holds an FSMSnapshot while it waits for the
+// main thread, and the main thread, once the stream is in, waits for the
+// install's Restore: no hang, the follower converges and stops in bounded
+// time.
 func TestSnapshotAndInstallRacingDoNotHang(t *testing.T) {
+	lp := newLinkProxies(t)
 	restored := make([]atomic.Uint64, 3)
-	c := nodetest.Start(t, 3, frequentSnapshots, nil, func(i int, n *node.Node) {
+	c := nodetest.Start(t, 3, func(i int, cfg *node.Config) {
+		frequentSnapshots(i, cfg)
+		lp.mutate(i, cfg)
+	}, nil, func(i int, n *node.Node) {
 		n.FSM().SetRestoreListener(func(applied uint64) { restored[i].Store(applied) })
 	})
 	writeBigKeys(t, c, "early:", 200, 1000)
 	fi, f := c.Follower()
+	// The follower has applied entries past its last snapshot, so a
+	// forced snapshot has something to take.
+	deadline := time.Now().Add(30 * time.Second)
+	for stat(f, "last_snapshot_index") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("follower took no snapshot")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	writeBigKeys(t, c, "unsnapped:", 10, 10)
+	for stat(f, "applied_index") <= stat(f, "last_snapshot_index") {
+		if time.Now().After(deadline) {
+			t.Fatal("follower applied nothing past its snapshot")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	lp.isolate(fi, true)
 	behind := stat(f, "last_log_index")
-	c.StopNode(fi)
-	// Enough state that the install streams for a while: ~4 MB.
+	// Enough state that the install streams for seconds: ~4 MB.
 	for batch := 0; ; batch++ {
 		writeBigKeys(t, c, fmt.Sprintf("late%d:", batch), 1000, 4000)
 		_, leader := c.WaitLeader(10 * time.Second)
@@ -75,48 +94,52 @@ func TestSnapshotAndInstallRacingDoNotHang(t *testing.T) {
 			break
 		}
 		if batch > 5 {
-			t.Fatal("leader never compacted past the stopped node")
+			t.Fatal("leader never compacted past the cut-off follower")
 		}
 	}
-
-	n := c.StartNode(fi)
-	stop := make(chan struct{})
-	var forced, forcedOK atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				forced.Add(1)
-				err := n.Raft().Snapshot().Error()
-				if err == nil {
-					forcedOK.Add(1)
-				} else if errors.Is(err, raft.ErrRaftShutdown) {
-					return
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}()
+	li, _ := c.WaitLeader(10 * time.Second)
+	slow := `{"name":"slow","type":"bandwidth","stream":"upstream","toxicity":1,"attributes":{"rate":1000}}`
+	if _, err := lp.p[[2]int{li, fi}].Toxics.AddToxicJson(strings.NewReader(slow)); err != nil {
+		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	lp.isolate(fi, false)
+
+	// Force a snapshot once the install is being written.
+	snapDir := filepath.Join(c.Configs[fi].DataDir, "raft", "snapshots")
+	installing := func() bool {
+		entries, _ := os.ReadDir(snapDir)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".tmp") {
+				return true
+			}
+		}
+		return false
+	}
+	forced := make(chan error, 1)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if installing() {
+			go func() { forced <- f.Raft().Snapshot().Error() }()
+			break
+		}
+		if restored[fi].Load() != 0 || time.Now().After(deadline) {
+			t.Fatalf("never saw the install in progress (restored at %d)", restored[fi].Load())
+		}
+	}
+	deadline = time.Now().Add(90 * time.Second)
 	for restored[fi].Load() == 0 {
 		if time.Now().After(deadline) {
-			close(stop)
-			t.Fatalf("follower was not restored by an install within 90 s (applied %d): hung?", n.FSM().Applied())
+			t.Fatalf("follower was not restored by the install within 90 s (applied %d): hung?", f.FSM().Applied())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// Keep forcing snapshots while it catches up with the rest.
+	select {
+	case err := <-forced:
+		t.Logf("install restored index %d; the snapshot forced during it: %v", restored[fi].Load(), err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the snapshot forced during the install never finished")
+	}
+	lp.p[[2]int{li, fi}].Toxics.RemoveToxic(context.Background(), "slow")
 	writeBigKeys(t, c, "after:", 100, 100)
-	close(stop)
-	wg.Wait()
-	t.Logf("install restored index %d; %d forced snapshots (%d taken) raced it", restored[fi].Load(), forced.Load(), forcedOK.Load())
 	c.AssertIdentical(60 * time.Second)
 	stopped := make(chan struct{})
 	go func() { c.StopNode(fi); close(stopped) }()
