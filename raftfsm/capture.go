@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -130,7 +131,8 @@ func (c *Capture) copyFiles(btx *bolt.Tx, conn *sql.Conn) error {
 	}
 	// SQLite's online backup copies pages inside the open read
 	// transaction, so the copy is at the pinned index.
-	dst := sqliteURI(filepath.Join(c.dir, sqliteFile), nil)
+	// No fsync: the copy is thrown away after the stream.
+	dst := sqliteURI(filepath.Join(c.dir, sqliteFile), url.Values{"_pragma": {"synchronous(OFF)"}})
 	err = conn.Raw(func(dc any) error {
 		b, err := dc.(interface {
 			NewBackup(string) (*sqlite.Backup, error)
