@@ -70,9 +70,7 @@ func (f *FSM) Capture() (*Capture, error) {
 	// silently miss the entries in between.
 	if err := f.Halted(); err != nil {
 		f.applyMu.Unlock()
-		conn.Close()
-		f.mu.RUnlock()
-		return nil, fmt.Errorf("capture: %w", err)
+		return fail(err)
 	}
 	btx, err := f.bolt.Begin(false)
 	if err != nil {
