@@ -230,12 +230,32 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if want := resp.Trailer.Get(orders.BackupDigestTrailer); want != digest {
 		return fmt.Errorf("backup incomplete: %d bytes, digest %s, server said %q", n, digest, want)
 	}
+	// Success means the file restores: both stores at the index the
+	// server claimed.
+	index, err := verifyBackupFile(tmp, stderr)
+	if err != nil {
+		return fmt.Errorf("backup of %s does not restore: %w", c.base, err)
+	}
+	if claimed := resp.Header.Get(orders.BackupIndexHeader); claimed != strconv.FormatUint(index, 10) {
+		return fmt.Errorf("backup of %s holds index %d, the server claimed %q", c.base, index, claimed)
+	}
 	if err := os.Rename(tmp, *out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backup of %s at index %s: %d bytes, sha256 %s\n", c.base, resp.Header.Get(orders.BackupIndexHeader), n, digest)
+	fmt.Fprintf(stdout, "backup of %s at index %d: %d bytes, sha256 %s, verified: it restores\n", c.base, index, n, digest)
 	fmt.Fprintf(stdout, "written to %s\n", *out)
 	return nil
+}
+
+func verifyBackupFile(path string, stderr io.Writer) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	opts := orders.NodeOptions()
+	opts.Logger = newLogger(node.LogConfig{Level: "warn"}, stderr)
+	return node.VerifyBackup(opts, filepath.Dir(path), f)
 }
 
 func cmdRestore(args []string, stdout, stderr io.Writer) error {

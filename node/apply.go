@@ -255,9 +255,18 @@ func (n *Node) internalHandler() http.Handler {
 	})
 	n.registerMembersInternal(mux)
 	mux.HandleFunc("GET /internal/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		c, err := n.fsm.Capture()
+		if err == nil {
+			err = c.Wait(r.Context())
+			defer c.Close()
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
-		if err := n.fsm.WriteSnapshot(w); err != nil {
-			n.log.Error("stream snapshot", "error", err)
+		if err := n.StreamCapture(w, c, nil); err != nil {
+			n.log.Warn("stream snapshot", "error", err)
 		}
 	})
 	return requireSecret(n.cfg.ClusterSecret, mux)

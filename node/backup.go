@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -23,16 +25,89 @@ import (
 // WriteBackup streams a consistent snapshot of the whole replicated state
 // to w. It first catches up with everything the cluster has committed
 // (ReadIndex), so a backup taken on any node holds every acknowledged
-// order. It returns the applied index the snapshot holds at least.
+// order. It returns the applied index the snapshot holds.
 func (n *Node) WriteBackup(ctx context.Context, w io.Writer) (uint64, error) {
-	if err := n.ConsistentRead(ctx); err != nil {
+	c, err := n.CaptureBackup(ctx)
+	if err != nil {
 		return 0, err
 	}
-	applied := n.fsm.Applied()
-	if err := n.fsm.WriteSnapshot(w); err != nil {
+	defer c.Close()
+	if _, err := c.WriteTo(w); err != nil {
 		return 0, fmt.Errorf("write backup: %w", err)
 	}
-	return applied, nil
+	return c.Index, nil
+}
+
+// CaptureBackup catches up with everything committed (ReadIndex) and takes
+// a point-in-time copy of the replica at one index, ready to stream; the
+// caller closes it.
+func (n *Node) CaptureBackup(ctx context.Context) (*raftfsm.Capture, error) {
+	if err := n.ConsistentRead(ctx); err != nil {
+		return nil, err
+	}
+	c, err := n.fsm.Capture()
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	if err := c.Wait(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	return c, nil
+}
+
+// streamIdle bounds how long one write of a snapshot or backup stream may
+// wait for its reader (a laptop that went to sleep): then the connection is
+// dropped and the copy removed.
+const streamIdle = 2 * time.Minute
+
+// errStopping ends a stream because the node shuts down.
+var errStopping = errors.New("node is stopping")
+
+// StreamCapture writes c to w (and to tee, if not nil). The stream holds
+// nothing of the live replica; each write waits at most streamIdle for the
+// reader, and the stream is cut at once when the node stops, so a stalled
+// reader delays neither applies nor a shutdown.
+func (n *Node) StreamCapture(w http.ResponseWriter, c *raftfsm.Capture, tee io.Writer) error {
+	sw := &streamWriter{w: w, rc: http.NewResponseController(w)}
+	if tee != nil {
+		sw.w = io.MultiWriter(w, tee)
+	}
+	stop := context.AfterFunc(n.ctx, sw.cut)
+	defer stop()
+	if _, err := c.WriteTo(sw); err != nil {
+		return err
+	}
+	return sw.rc.Flush()
+}
+
+type streamWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+func (s *streamWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return 0, errStopping
+	}
+	// Not every ResponseWriter supports deadlines (tests' recorders):
+	// then only the shutdown cut applies.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(streamIdle))
+	s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// cut unblocks a write in progress and fails the next ones.
+func (s *streamWriter) cut() {
+	s.mu.Lock()
+	s.stopped = true
+	_ = s.rc.SetWriteDeadline(time.Unix(1, 0))
+	s.mu.Unlock()
 }
 
 // RestoreInfo describes a restored data directory.
@@ -102,15 +177,8 @@ func RestoreBackup(cfg Config, opts Options, backup io.Reader) (RestoreInfo, err
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return info, err
 	}
-	if err := fsm.Restore(io.NopCloser(tmp)); err != nil {
-		return info, fmt.Errorf("backup does not restore: %w", err)
-	}
-	info.Index = fsm.Applied()
-	if info.Index == 0 {
-		return info, errors.New("the backup holds no applied entries (an empty cluster): nothing to restore")
-	}
-	if ok, err := fsm.Consistent(); err != nil || !ok {
-		return info, fmt.Errorf("backup is inconsistent (bbolt and SQLite disagree on the applied index): %v", err)
+	if info.Index, err = restoreChecked(fsm, tmp); err != nil {
+		return info, err
 	}
 
 	var conf raft.Configuration
@@ -147,4 +215,37 @@ func RestoreBackup(cfg Config, opts Options, backup io.Reader) (RestoreInfo, err
 		return info, fmt.Errorf("store term: %w", err)
 	}
 	return info, nil
+}
+
+// restoreChecked restores a backup into fsm and checks that it holds state
+// and that both files agree on its applied index, which it returns.
+func restoreChecked(fsm *raftfsm.FSM, backup io.Reader) (uint64, error) {
+	if err := fsm.Restore(io.NopCloser(backup)); err != nil {
+		return 0, fmt.Errorf("backup does not restore: %w", err)
+	}
+	index := fsm.Applied()
+	if index == 0 {
+		return 0, errors.New("the backup holds no applied entries (an empty cluster): nothing to restore")
+	}
+	if ok, err := fsm.Consistent(); err != nil || !ok {
+		return 0, fmt.Errorf("backup is inconsistent (bbolt and SQLite disagree on the applied index): %v", err)
+	}
+	return index, nil
+}
+
+// VerifyBackup restores a backup into a scratch directory made under dir
+// (removed afterwards) and checks it like RestoreBackup does; it returns
+// the index the backup holds.
+func VerifyBackup(opts Options, dir string, backup io.Reader) (uint64, error) {
+	scratch, err := os.MkdirTemp(dir, ".verify-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(scratch)
+	fsm, err := raftfsm.Open(raftfsm.Options{Dir: scratch, Migrate: opts.Migrate, Logger: opts.Logger})
+	if err != nil {
+		return 0, err
+	}
+	defer fsm.Close()
+	return restoreChecked(fsm, backup)
 }

@@ -95,8 +95,7 @@ func (n *Node) watchLeadership() {
 			if !isLeader {
 				continue
 			}
-			if err := n.raft.Barrier(5 * time.Second).Error(); err != nil {
-				n.log.Warn("barrier after election failed", "error", err)
+			if !n.awaitBarrier() {
 				continue
 			}
 			if n.fsm.Halted() != nil {
@@ -138,6 +137,58 @@ func (n *Node) watchLeadership() {
 			n.workersMu.Unlock()
 		}
 	}
+}
+
+// readyBound is how long a new leader keeps retrying its barrier before it
+// hands the leadership to another member: a leader that never becomes
+// ready would hold the cluster without serving it.
+const readyBound = 10 * time.Second
+
+// awaitBarrier issues the post-election Barrier until it succeeds (true),
+// with backoff; false when leadership went meanwhile, the node stops, or the
+// bound passed and the leadership was handed on.
+func (n *Node) awaitBarrier() bool {
+	backoff := 100 * time.Millisecond
+	start := time.Now()
+	for {
+		err := n.barrier()
+		if err == nil {
+			return true
+		}
+		if n.raft.State() != raft.Leader || n.ctx.Err() != nil {
+			n.log.Warn("barrier after election failed; no longer the leader", "error", err)
+			return false
+		}
+		if time.Since(start) > readyBound && n.steppingDown.CompareAndSwap(false, true) {
+			n.log.Error("leader cannot apply its barrier: handing the leadership to another member", "error", err, "after", time.Since(start).Round(time.Millisecond))
+			terr := n.raft.LeadershipTransfer().Error()
+			n.steppingDown.Store(false)
+			if terr == nil {
+				return false
+			}
+			// No member to hand over to (a single box, the others
+			// behind): go on trying, and hand over later.
+			n.log.Warn("leadership transfer after failed barriers", "error", terr)
+			start = time.Now()
+		} else {
+			n.log.Warn("barrier after election failed; retrying", "error", err, "backoff", backoff)
+		}
+		select {
+		case <-n.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (n *Node) barrier() error {
+	if n.opts.FailBarrier != nil {
+		if err := n.opts.FailBarrier(); err != nil {
+			return err
+		}
+	}
+	return n.raft.Barrier(5 * time.Second).Error()
 }
 
 // stepDownIfHalted hands the leadership to another member when this

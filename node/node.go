@@ -45,6 +45,9 @@ type Options struct {
 	// PeerIdleTimeout closes unused connections to the other boxes
 	// (default 90 s; tests shorten it to reach the cold path quickly).
 	PeerIdleTimeout time.Duration
+	// FailBarrier, when set, runs before each post-election Barrier; an
+	// error counts as a failed barrier (tests inject failures with it).
+	FailBarrier func() error
 }
 
 // Node is one store box.
@@ -356,7 +359,11 @@ func (n *Node) Stop() {
 		n.cancel()
 		if n.httpLn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			n.echo.Shutdown(ctx)
+			if err := n.echo.Shutdown(ctx); err != nil {
+				// Streams still running (kitchen screens, a backup
+				// reader): cut their connections rather than wait.
+				n.echo.Close()
+			}
 			cancel()
 		}
 		if n.raft != nil {

@@ -79,6 +79,17 @@ type procCluster struct {
 
 func startProcCluster(t *testing.T) *procCluster {
 	t.Helper()
+	pc := initProcCluster(t)
+	for _, id := range pc.ids {
+		pc.start(id)
+	}
+	return pc
+}
+
+// initProcCluster writes the three configs (masterorder init) and starts
+// nothing yet.
+func initProcCluster(t *testing.T) *procCluster {
+	t.Helper()
 	pc := &procCluster{t: t, bin: masterorderBinary(t), dir: t.TempDir(), ids: []string{"a", "b", "c"},
 		http: map[string]string{}, procs: map[string]*exec.Cmd{}, cli: &http.Client{Timeout: 3 * time.Second}}
 	var spec []string
@@ -93,9 +104,6 @@ func startProcCluster(t *testing.T) *procCluster {
 		t.Fatalf("masterorder init: %v\n%s", err, out)
 	}
 	t.Cleanup(pc.killAll)
-	for _, id := range pc.ids {
-		pc.start(id)
-	}
 	return pc
 }
 

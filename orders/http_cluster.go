@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -98,22 +97,24 @@ var memberMessages = map[string]string{
 
 // backup streams a consistent snapshot of the whole store (menus, stock,
 // sessions, orders, audit, coordination keys), after catching up with
-// everything committed.
+// everything committed. It streams a point-in-time copy at one index, so
+// a reader that stops reading holds nothing of the live store.
 func (s *Service) backup(c echo.Context) error {
-	if err := s.consistent(c.Request().Context()); err != nil {
+	snap, err := s.node.CaptureBackup(c.Request().Context())
+	if err != nil {
 		return s.failErr(c, err)
 	}
-	applied := s.node.FSM().Applied()
+	defer snap.Close()
 	h := c.Response().Header()
 	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="masterorder-%s-%d.mosnap"`, s.cfg.ShopID, applied))
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="masterorder-%s-%d.mosnap"`, s.cfg.ShopID, snap.Index))
 	h.Set("Cache-Control", "no-store")
-	h.Set(BackupIndexHeader, strconv.FormatUint(applied, 10))
+	h.Set(BackupIndexHeader, strconv.FormatUint(snap.Index, 10))
 	h.Set("Trailer", BackupDigestTrailer+", "+BackupErrorTrailer)
 	c.Response().WriteHeader(http.StatusOK)
 	sum := sha256.New()
-	if err := s.node.FSM().WriteSnapshot(io.MultiWriter(c.Response(), sum)); err != nil {
-		s.node.Logger().Error("backup stream failed", "error", err)
+	if err := s.node.StreamCapture(c.Response(), snap, sum); err != nil {
+		s.node.Logger().Warn("backup stream failed", "error", err)
 		h.Set(BackupErrorTrailer, err.Error())
 		return nil
 	}

@@ -66,6 +66,10 @@ type FSM struct {
 	stmtR  *stmtCache
 	closed bool
 
+	// applyMu is held for each batch, so a Capture can pin both files at
+	// one index between two batches.
+	applyMu sync.Mutex
+
 	state   sync.Mutex // guards the fields below
 	applied uint64
 	now     int64
@@ -89,6 +93,9 @@ func Open(opts Options) (*FSM, error) {
 	}
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create fsm dir %s: %w", opts.Dir, err)
+	}
+	if err := os.RemoveAll(filepath.Join(opts.Dir, captureDir)); err != nil {
+		return nil, fmt.Errorf("remove stale snapshot copies: %w", err)
 	}
 	f := &FSM{dir: opts.Dir, reg: opts.Registry, migrate: opts.Migrate, log: opts.Logger, advance: make(chan struct{})}
 	if err := f.openFiles(); err != nil {
@@ -345,6 +352,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	events, last, now, wall, err := f.applyLocked(logs, out)
 	if err != nil {
 		f.halt(err)

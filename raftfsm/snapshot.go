@@ -19,87 +19,41 @@ import (
 // version, so a node can refuse a format it does not know.
 const snapshotMagic = "MOSNAP1\n"
 
-// Snapshot captures a point in time: a bbolt read transaction and a SQLite
-// read transaction opened between two batches. Persist then streams them
-// while Apply goes on (both stores are MVCC).
+// Snapshot pins a point in time and copies both files aside (see
+// Capture); Persist streams the copy. Nothing is held across Persist that
+// Restore needs: Raft's snapshot thread waits on its main thread between
+// the two, and the main thread may be waiting for a Restore.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	// A halted FSM's files lag the index Raft would label the snapshot
-	// with: such a snapshot, restored later, would silently skip the
-	// entries in between. Refuse; Raft keeps the log instead.
-	if err := f.Halted(); err != nil {
+	// A halted FSM refuses (see Capture): Raft keeps the log instead.
+	c, err := f.Capture()
+	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	f.mu.RLock()
-	btx, err := f.bolt.Begin(false)
-	if err != nil {
-		f.mu.RUnlock()
-		return nil, fmt.Errorf("snapshot: begin bolt read: %w", err)
-	}
-	stx, err := f.sqlR.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		btx.Rollback()
-		f.mu.RUnlock()
-		return nil, fmt.Errorf("snapshot: begin sqlite read: %w", err)
-	}
-	// A deferred SQLite transaction takes its read mark at the first read.
-	var n int
-	if err := stx.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
-		stx.Rollback()
-		btx.Rollback()
-		f.mu.RUnlock()
-		return nil, fmt.Errorf("snapshot: start sqlite read: %w", err)
-	}
-	// The read lock is held until Release so Restore cannot swap the files
-	// under a running Persist.
-	return &fsmSnapshot{f: f, btx: btx, stx: stx}, nil
+	return fsmSnapshot{c}, nil
 }
 
-type fsmSnapshot struct {
-	f   *FSM
-	btx *bolt.Tx
-	stx *sql.Tx
-}
+type fsmSnapshot struct{ c *Capture }
 
-func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.write(sink); err != nil {
+func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.c.WriteTo(sink); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
 	return sink.Close()
 }
 
-func (s *fsmSnapshot) write(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	if _, err := bw.WriteString(snapshotMagic); err != nil {
-		return err
-	}
-	var size [8]byte
-	binary.BigEndian.PutUint64(size[:], uint64(s.btx.Size()))
-	bw.Write(size[:])
-	if _, err := s.btx.WriteTo(bw); err != nil {
-		return fmt.Errorf("write bolt: %w", err)
-	}
-	if err := dumpSQLite(s.stx, bw); err != nil {
-		return fmt.Errorf("write sqlite: %w", err)
-	}
-	return bw.Flush()
-}
-
-func (s *fsmSnapshot) Release() {
-	s.stx.Rollback()
-	s.btx.Rollback()
-	s.f.mu.RUnlock()
-}
+func (s fsmSnapshot) Release() { s.c.Close() }
 
 // WriteSnapshot streams a consistent snapshot (the same bytes Persist writes)
-// to w, for backups.
+// to w.
 func (f *FSM) WriteSnapshot(w io.Writer) error {
-	snap, err := f.Snapshot()
+	c, err := f.Capture()
 	if err != nil {
 		return err
 	}
-	defer snap.Release()
-	return snap.(*fsmSnapshot).write(w)
+	defer c.Close()
+	_, err = c.WriteTo(w)
+	return err
 }
 
 // Restore replaces both files with the snapshot's content. The new files
@@ -128,6 +82,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("restore: create %s: %w", boltTmp, err)
 	}
 	err = copyN(bf, br, int64(binary.BigEndian.Uint64(size[:])))
+	if err == nil {
+		err = bf.Sync()
+	}
 	if cerr := bf.Close(); err == nil {
 		err = cerr
 	}
@@ -135,6 +92,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("restore bolt: %w", err)
 	}
 	if err := loadSQLite(sqlTmp, br); err != nil {
+		return fmt.Errorf("restore sqlite: %w", err)
+	}
+	if err := syncPath(sqlTmp); err != nil {
 		return fmt.Errorf("restore sqlite: %w", err)
 	}
 
@@ -151,6 +111,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	if err := os.Rename(boltTmp, filepath.Join(f.dir, boltFile)); err != nil {
 		return fmt.Errorf("restore: install bolt: %w", err)
+	}
+	// The renames reach the disk only with the directory: a power cut
+	// must not leave the old names pointing at half-gone files.
+	if err := syncPath(f.dir); err != nil {
+		return fmt.Errorf("restore: %w", err)
 	}
 	if err := f.openFiles(); err != nil {
 		return fmt.Errorf("restore: reopen: %w", err)
@@ -194,6 +159,22 @@ func (f *FSM) Dump(w io.Writer) error {
 		return fmt.Errorf("dump sqlite: %w", err)
 	}
 	return bw.Flush()
+}
+
+// syncPath fsyncs a file or a directory.
+func syncPath(path string) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = fh.Sync()
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
 }
 
 func dumpBucket(w *bufio.Writer, b *bolt.Bucket, depth int) error {

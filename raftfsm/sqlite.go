@@ -31,11 +31,20 @@ func sqliteDSN(path string, readOnly bool) string {
 	} else {
 		q.Set("_txlock", "immediate")
 	}
-	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
+	return sqliteURI(path, q)
 }
 
-// uriPath escapes what would end the path of a file: URI early: a data_dir
-// with '#' or '?' in it must not put the database somewhere else.
+// sqliteURI is the one place a file: URI for SQLite is built: a data_dir
+// with '#', '?' or '%' in it must not put the database somewhere else.
+func sqliteURI(path string, q url.Values) string {
+	u := "file:" + uriPath.Replace(path)
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// uriPath escapes what would end the path of a file: URI early.
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 func openSQLite(path string) (w, r *sql.DB, err error) {
@@ -263,7 +272,7 @@ func (d *dumpReader) val() any {
 // loadSQLite builds a new database file at path from a logical dump.
 func loadSQLite(path string, r io.Reader) error {
 	_ = os.Remove(path)
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)")
+	db, err := sql.Open("sqlite", sqliteURI(path, url.Values{"_pragma": {"journal_mode(OFF)", "synchronous(OFF)"}}))
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
