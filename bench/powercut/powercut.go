@@ -99,6 +99,7 @@ type nsOp struct {
 	name, newName   string
 	ino             uint64 // the entry's inode
 	trash, replaced string // trash names (remove; rename over an existing entry)
+	isDir           bool   // a removed directory
 	pending         map[uint64]bool
 }
 
@@ -355,10 +356,18 @@ func (p *FS) dirSynced(dir uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.DirFsyncs++
-	kept := p.ops[:0]
+	gone := map[uint64]bool{} // directories whose removal is now durable
 	for _, op := range p.ops {
 		delete(op.pending, dir)
-		if len(op.pending) > 0 {
+		if len(op.pending) == 0 && op.kind == opRemove && op.isDir {
+			gone[op.ino] = true
+		}
+	}
+	kept := p.ops[:0]
+	for _, op := range p.ops {
+		// Changes inside a directory that is durably gone are moot: no
+		// crash can bring them back.
+		if len(op.pending) > 0 && !gone[op.dir] && !gone[op.newDir] {
 			kept = append(kept, op)
 			continue
 		}
@@ -516,7 +525,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 // remove moves the entry to the trash instead of deleting it.
-func (n *node) remove(name string) syscall.Errno {
+func (n *node) remove(name string, isDir bool) syscall.Errno {
 	path := filepath.Join(n.path(), name)
 	ino, ok := inoOf(path)
 	if !ok {
@@ -526,11 +535,11 @@ func (n *node) remove(name string) syscall.Errno {
 	if err := os.Rename(path, filepath.Join(n.p.trash, t)); err != nil {
 		return gofs.ToErrno(err)
 	}
-	n.p.record(&nsOp{kind: opRemove, dir: n.ino(), name: name, ino: ino, trash: t})
+	n.p.record(&nsOp{kind: opRemove, dir: n.ino(), name: name, ino: ino, trash: t, isDir: isDir})
 	return 0
 }
 
-func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return n.remove(name) }
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return n.remove(name, false) }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	path := filepath.Join(n.path(), name)
@@ -541,7 +550,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if len(entries) > 0 {
 		return syscall.ENOTEMPTY
 	}
-	return n.remove(name)
+	return n.remove(name, true)
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {

@@ -357,3 +357,33 @@ func TestDatabaseChild(t *testing.T) {
 		t.Fatalf("sqlite after the crash: %d rows (want 50), quick_check %q", rows, check)
 	}
 }
+
+// A directory removed with its files (a snapshot reaped): once the removal
+// of the directory is durable, the unsynced removals inside it are moot.
+func TestDurablyRemovedDirectory(t *testing.T) {
+	p := MountT(t)
+	mnt := p.Mountpoint()
+	dir := filepath.Join(mnt, "old")
+	os.Mkdir(dir, 0o750)
+	write(t, filepath.Join(dir, "meta.json"), []byte("m"), true)
+	syncDir(t, dir)
+	syncDir(t, mnt)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, mnt)
+	crash(t, p, CrashOptions{})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("durably removed directory is back: %v", err)
+	}
+	// Not durable: the directory and its file come back.
+	os.Mkdir(dir, 0o750)
+	write(t, filepath.Join(dir, "meta.json"), []byte("m"), true)
+	syncDir(t, dir)
+	syncDir(t, mnt)
+	os.RemoveAll(dir)
+	crash(t, p, CrashOptions{})
+	if got, _ := read(t, filepath.Join(dir, "meta.json")); string(got) != "m" {
+		t.Fatalf("meta.json = %q after undoing the removal", got)
+	}
+}

@@ -7,15 +7,22 @@ import (
 )
 
 // MountT mounts a power-cut filesystem for a test in fresh temporary
-// directories and unmounts it in t.Cleanup. Without FUSE (no /dev/fuse,
-// no permission to mount) the test is skipped, except in CI (CI=true),
-// where it fails: CI must run it.
+// directories and unmounts it in t.Cleanup.
 func MountT(t testing.TB) *FS {
 	t.Helper()
 	base := t.TempDir()
 	backing, mnt := filepath.Join(base, "backing"), filepath.Join(base, "mnt")
+	return MountDirT(t, backing, mnt)
+}
+
+// MountDirT mounts a power-cut view of backing on mnt (creating both) and
+// unmounts it in t.Cleanup. Without FUSE (no /dev/fuse, no permission to
+// mount) the test is skipped, except in CI (CI=true), where it fails: CI
+// must run it.
+func MountDirT(t testing.TB, backing, mnt string) *FS {
+	t.Helper()
 	for _, d := range []string{backing, mnt} {
-		if err := os.Mkdir(d, 0o750); err != nil {
+		if err := os.MkdirAll(d, 0o750); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,3 +40,8 @@ func MountT(t testing.TB) *FS {
 	})
 	return p
 }
+
+// Backing is the directory the filesystem passes through to. Reading it
+// directly is how the serving process looks at the files without a page
+// fault on its own mount.
+func (p *FS) Backing() string { return p.backing }
