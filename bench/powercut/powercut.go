@@ -400,10 +400,21 @@ func (p *FS) created(ino uint64, path string) {
 }
 
 func (p *FS) stateLocked(ino uint64, path string, size int64) *fileState {
+	return p.stateFDLocked(ino, path, -1, size)
+}
+
+// stateFDLocked opens the backing file by path or, when the name is gone
+// (a file written after its unlink), through a dup of the open handle.
+func (p *FS) stateFDLocked(ino uint64, path string, handle int, size int64) *fileState {
 	if st := p.files[ino]; st != nil {
 		return st
 	}
 	fd, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil && handle >= 0 {
+		if dup, derr := syscall.Dup(handle); derr == nil {
+			fd, err = os.NewFile(uintptr(dup), path), nil
+		}
+	}
 	if err != nil {
 		return nil
 	}
@@ -424,9 +435,13 @@ func (p *FS) stateLocked(ino uint64, path string, size int64) *fileState {
 // changing saves the durable contents of [off, end) before a write or
 // truncate changes them.
 func (p *FS) changing(ino uint64, path string, off, end int64, write bool) syscall.Errno {
+	return p.changingFD(ino, path, -1, off, end, write)
+}
+
+func (p *FS) changingFD(ino uint64, path string, handle int, off, end int64, write bool) syscall.Errno {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := p.stateLocked(ino, path, -1)
+	st := p.stateFDLocked(ino, path, handle, -1)
 	if st == nil {
 		return syscall.EIO
 	}
@@ -715,8 +730,14 @@ func wrapFile(fh gofs.FileHandle, n *node) gofs.FileHandle {
 
 func (f *file) PassthroughFd() (int, bool) { return -1, false }
 
+// handle is the backing fd of this open file.
+func (f *file) handle() int {
+	fd, _ := f.LoopbackFile.PassthroughFd()
+	return fd
+}
+
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if errno := f.n.p.changing(f.n.ino(), f.n.path(), off, off+int64(len(data)), true); errno != 0 {
+	if errno := f.n.p.changingFD(f.n.ino(), f.n.path(), f.handle(), off, off+int64(len(data)), true); errno != 0 {
 		return 0, errno
 	}
 	return f.LoopbackFile.Write(ctx, data, off)
@@ -727,7 +748,7 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 	for _, b := range data {
 		size += int64(len(b))
 	}
-	if errno := f.n.p.changing(f.n.ino(), f.n.path(), off, off+size, true); errno != 0 {
+	if errno := f.n.p.changingFD(f.n.ino(), f.n.path(), f.handle(), off, off+size, true); errno != 0 {
 		return 0, errno
 	}
 	return f.LoopbackFile.Writev(ctx, data, off)

@@ -387,3 +387,25 @@ func TestDurablyRemovedDirectory(t *testing.T) {
 		t.Fatalf("meta.json = %q after undoing the removal", got)
 	}
 }
+
+// A file written after its name is gone (still open) is tracked through
+// its handle; the unlink is undone and the write rolled back.
+func TestWriteAfterUnlink(t *testing.T) {
+	p := MountT(t)
+	path := durableFile(t, p, "f", []byte("durable"))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("GONE"), 0); err != nil {
+		t.Fatalf("write after unlink: %v", err)
+	}
+	f.Close()
+	crash(t, p, CrashOptions{})
+	if got, _ := read(t, path); string(got) != "durable" {
+		t.Fatalf("got %q", got)
+	}
+}
