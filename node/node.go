@@ -202,8 +202,13 @@ func (n *Node) startRaft() error {
 	snaps := syncedSnapshotStore{FileSnapshotStore: fileSnaps, dir: filepath.Join(raftDir, "snapshots")}
 	// raft.db, snapshots/, raft/ and fsm/ may have just been created: their
 	// names must survive a power cut like the log inside them.
-	if err := syncDirs(raftDir, cfg.DataDir, filepath.Dir(filepath.Clean(cfg.DataDir))); err != nil {
+	if err := syncDirs(raftDir, cfg.DataDir); err != nil {
 		return err
+	}
+	// The data dir's own name matters only on a first start; its parent
+	// may be read-only to this user (systemd's ProtectSystem).
+	if err := syncDir(filepath.Dir(filepath.Clean(cfg.DataDir))); err != nil {
+		n.log.Warn("could not fsync the data dir's parent", "error", err)
 	}
 
 	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
