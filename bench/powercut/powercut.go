@@ -132,12 +132,13 @@ func (p *FS) mount() error {
 	}
 	rootNode := root.NewNode(root, nil, "", &st)
 	root.RootNode = rootNode
-	zero := time.Duration(0)
 	srv, err := gofs.Mount(p.mountpoint, rootNode, &gofs.Options{
-		// No caching of names or attributes across a crash-and-remount;
-		// everything goes through the node methods below.
-		EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero,
-		MountOptions: fuse.MountOptions{FsName: "powercut:" + p.backing, Name: "powercut", DirectMount: true, MaxBackground: 64},
+		// Every write goes through this mount, so the kernel's page cache
+		// is always right: keep it across opens and attribute changes
+		// (dropping it while a process has the file mapped and writes it,
+		// as bbolt does, raced). A crash remounts, which drops it.
+		MountOptions: fuse.MountOptions{FsName: "powercut:" + p.backing, Name: "powercut", DirectMount: true,
+			MaxBackground: 64, ExplicitDataCacheControl: true},
 	})
 	if err != nil {
 		return fmt.Errorf("powercut: mount %s: %w", p.mountpoint, err)
@@ -524,6 +525,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return ch, fh, fl, errno
 	}
+	fl |= fuse.FOPEN_KEEP_CACHE
 	if !existed {
 		n.p.record(&nsOp{kind: opCreate, dir: n.ino(), name: name, ino: ch.StableAttr().Ino})
 		n.p.created(ch.StableAttr().Ino, path)
@@ -616,7 +618,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if errno != 0 {
 		return fh, fl, errno
 	}
-	return wrapFile(fh, n), fl, 0
+	return wrapFile(fh, n), fl | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
