@@ -145,10 +145,11 @@ func RestoreBackup(cfg Config, opts Options, backup io.Reader) (RestoreInfo, err
 		return info, fmt.Errorf("open raft log %s (is the node running?): %w", logPath, err)
 	}
 	defer store.Close()
-	snaps, err := raft.NewFileSnapshotStore(raftDir, 2, io.Discard)
+	fileSnaps, err := raft.NewFileSnapshotStore(raftDir, 2, io.Discard)
 	if err != nil {
 		return info, fmt.Errorf("open snapshot store: %w", err)
 	}
+	snaps := syncedSnapshotStore{FileSnapshotStore: fileSnaps, dir: filepath.Join(raftDir, "snapshots")}
 	if existing, err := raft.HasExistingState(store, store, snaps); err != nil {
 		return info, fmt.Errorf("inspect raft state: %w", err)
 	} else if existing {
@@ -213,6 +214,10 @@ func RestoreBackup(cfg Config, opts Options, backup io.Reader) (RestoreInfo, err
 	// The snapshot is from term 1; the first election is term 2.
 	if err := store.SetUint64([]byte("CurrentTerm"), term); err != nil {
 		return info, fmt.Errorf("store term: %w", err)
+	}
+	// The seeded raft/ must survive a power cut before the first start.
+	if err := syncDirs(raftDir, cfg.DataDir); err != nil {
+		return info, err
 	}
 	return info, nil
 }

@@ -193,9 +193,20 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("open raft log %s: %w", logPath, err)
 	}
 	n.logStore = store
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, n.hclog("snapshot"))
+	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, n.hclog("snapshot"))
 	if err != nil {
 		return fmt.Errorf("open snapshot store %s: %w", raftDir, err)
+	}
+	snaps := syncedSnapshotStore{FileSnapshotStore: fileSnaps, dir: filepath.Join(raftDir, "snapshots")}
+	// raft.db, snapshots/, raft/ and fsm/ may have just been created: their
+	// names must survive a power cut like the log inside them.
+	if err := syncDirs(raftDir, cfg.DataDir); err != nil {
+		return err
+	}
+	// The data dir's own name matters only on a first start; its parent
+	// may be read-only to this user (systemd's ProtectSystem).
+	if err := syncDir(filepath.Dir(filepath.Clean(cfg.DataDir))); err != nil {
+		n.log.Warn("could not fsync the data dir's parent", "error", err)
 	}
 
 	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
@@ -265,7 +276,7 @@ func (n *Node) startRaft() error {
 	// not behind the newest snapshot, Raft skips the restore and replays
 	// only the entries after it (which the FSM skips up to its applied
 	// index): a restart costs milliseconds, not a full rebuild.
-	restore, err := n.needRestore(snaps)
+	restore, err := n.needRestore(snaps, store)
 	if err != nil {
 		return err
 	}
@@ -311,7 +322,9 @@ func (n *Node) startRaft() error {
 
 // needRestore decides whether Raft must rebuild the FSM from its newest
 // snapshot at start.
-func (n *Node) needRestore(snaps raft.SnapshotStore) (bool, error) {
+// Files that were damaged were already set aside by raftfsm.Open; here
+// sound files are compared with the log.
+func (n *Node) needRestore(snaps raft.SnapshotStore, logs raft.LogStore) (bool, error) {
 	list, err := snaps.List()
 	if err != nil {
 		return false, fmt.Errorf("list snapshots: %w", err)
@@ -324,11 +337,18 @@ func (n *Node) needRestore(snaps raft.SnapshotStore) (bool, error) {
 	if len(list) > 0 {
 		snapIndex = list[0].Index
 	}
-	if ok && n.fsm.Applied() >= snapIndex {
+	last, err := logs.LastIndex()
+	if err != nil {
+		return false, fmt.Errorf("read raft log: %w", err)
+	}
+	// Files ahead of everything this box holds durably describe another
+	// history (raft/ lost or replaced): they cannot be trusted either.
+	ahead := n.fsm.Applied() > max(last, snapIndex)
+	if ok && !ahead && n.fsm.Applied() >= snapIndex {
 		return false, nil
 	}
 	n.log.Warn("fsm files are behind the snapshot or disagree: rebuilding from snapshot and log",
-		"fsmApplied", n.fsm.Applied(), "snapshotIndex", snapIndex, "consistent", ok)
+		"fsmApplied", n.fsm.Applied(), "snapshotIndex", snapIndex, "lastLogIndex", last, "consistent", ok, "aheadOfLog", ahead)
 	if err := n.fsm.Reset(); err != nil {
 		return false, err
 	}

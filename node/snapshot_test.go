@@ -132,3 +132,31 @@ func TestLostFSMFilesRebuiltFromSnapshotAndLog(t *testing.T) {
 		t.Fatal("rebuilt node misses k:0000")
 	}
 }
+
+// FSM files ahead of everything the box holds durably (its raft/ lost or
+// replaced, fsm/ kept) describe another history: the node must drop them
+// and rebuild, not skip the new log's first entries as "already applied".
+func TestFSMAheadOfTheLogIsRebuilt(t *testing.T) {
+	c := nodetest.Start(t, 1, nil, nil, nil)
+	_, n := c.WaitLeader(5 * time.Second)
+	writeManyKeys(t, n, "old:", 40)
+	c.StopNode(0)
+	raftDir := filepath.Join(c.Configs[0].DataDir, "raft")
+	if err := os.Rename(raftDir, raftDir+".lost"); err != nil {
+		t.Fatal(err)
+	}
+	c.StartNode(0)
+	_, n = c.WaitLeader(10 * time.Second)
+	if _, err := n.KV().SetIfAbsent(context.Background(), "new:1", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if old, err := n.KV().List("old:", 100); err != nil || len(old) != 0 {
+		t.Fatalf("the files of the lost history are still served: %d keys, %v", len(old), err)
+	}
+	if _, ok, err := n.KV().Get("new:1"); !ok || err != nil {
+		t.Fatalf("a write of the new history is missing: %v %v", ok, err)
+	}
+	if got, want := n.FSM().Applied(), stat(n, "applied_index"); got != want {
+		t.Fatalf("FSM applied %d, raft applied %d", got, want)
+	}
+}

@@ -78,6 +78,8 @@ type FSM struct {
 	halted  error
 	advance chan struct{} // closed and replaced whenever applied moves
 
+	repaired *DamageError // what Open found damaged and set aside, if anything
+
 	listenMu  sync.RWMutex
 	listener  func([]Event)
 	onRestore func(applied uint64)
@@ -98,8 +100,22 @@ func Open(opts Options) (*FSM, error) {
 		return nil, fmt.Errorf("remove stale snapshot copies: %w", err)
 	}
 	f := &FSM{dir: opts.Dir, reg: opts.Registry, migrate: opts.Migrate, log: opts.Logger, advance: make(chan struct{})}
-	if err := f.openFiles(); err != nil {
-		return nil, err
+	if err := f.openChecked(); err != nil {
+		// Damaged files are set aside and replaced by empty ones at
+		// index 0: the node rebuilds them from snapshot and log.
+		var d *DamageError
+		if !errors.As(err, &d) {
+			return nil, err
+		}
+		aside, aerr := f.setAside()
+		if aerr != nil {
+			return nil, aerr
+		}
+		f.log.Warn("fsm files damaged: set aside, rebuilding from snapshot and log", "problem", d.Error(), "setAside", aside)
+		f.repaired = d
+		if err := f.openFiles(); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }

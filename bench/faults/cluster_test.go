@@ -30,6 +30,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
 
+	"masterorder/bench/powercut"
 	"masterorder/node/nodetest"
 	"masterorder/raftfsm"
 )
@@ -80,6 +81,9 @@ type clusterOpts struct {
 	// logLevel of the nodes ("" = info; "debug" also logs Raft's info
 	// lines: snapshots taken, restored, installed).
 	logLevel string
+	// powercut puts each node's data dir on its own power-cut
+	// filesystem (see powerCut).
+	powercut bool
 }
 
 // proc is one node: its config and its current process.
@@ -90,6 +94,9 @@ type proc struct {
 	httpURL  string
 	raftAddr string
 	logPath  string
+
+	// fs is the power-cut filesystem under dataDir (nil without one).
+	fs *powercut.FS
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -161,6 +168,14 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	}
 	for _, id := range c.ids {
 		c.editConfig(id, o)
+	}
+	if o.powercut {
+		// Mounted before the cleanups below, so unmounted after the
+		// nodes are killed.
+		for _, id := range c.ids {
+			p := c.nodes[id]
+			p.fs = powercut.MountDirT(t, filepath.Join(dir, "backing-"+id), p.dataDir)
+		}
 	}
 	t.Cleanup(c.keepLogsOnFailure)
 	t.Cleanup(c.killAll)
@@ -611,6 +626,16 @@ func (c *cluster) rssKB(id string) int {
 
 // ---- state dumps ----
 
+// filesDir is where this process reads a stopped node's data dir: the
+// backing dir of a power-cut filesystem (this process serves the mount;
+// it must not page-fault on it), else the data dir.
+func (p *proc) filesDir() string {
+	if p.fs != nil {
+		return p.fs.Backing()
+	}
+	return p.dataDir
+}
+
 // dump opens a stopped node's FSM files and returns their deterministic
 // dump and its applied index.
 func dumpFSM(dataDir string) ([]byte, error) {
@@ -647,7 +672,7 @@ func (c *cluster) compareDumps() {
 		c.stopAll()
 		dumps := map[string][]byte{}
 		for _, id := range c.ids {
-			d, err := dumpFSM(c.nodes[id].dataDir)
+			d, err := dumpFSM(c.nodes[id].filesDir())
 			if err != nil {
 				c.t.Fatalf("dump %s: %v", id, err)
 			}

@@ -86,10 +86,12 @@ func waitStreamsStarted(t *testing.T, ws map[string]*streamWatcher) {
 	}
 }
 
-// runSchedule starts a fresh proxied cluster, watches every node's kitchen
-// stream, runs a storm with fault in it, heals, and checks everything.
+// runSchedule starts a fresh proxied cluster (data dirs on power-cut
+// filesystems, so every write takes the path it takes in TestPowerCuts),
+// watches every node's kitchen stream, runs a storm with fault in it,
+// heals, and checks everything.
 func runSchedule(t *testing.T, fault func(t *testing.T, c *cluster)) {
-	c := newCluster(t, clusterOpts{proxies: true})
+	c := newCluster(t, clusterOpts{proxies: true, powercut: true})
 	sctx, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()
 	ws := c.watchStreams(sctx)
