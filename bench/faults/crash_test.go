@@ -29,7 +29,7 @@ const rebuildLine = "fsm files are behind the snapshot or disagree"
 // has caught up (while it applies live batches and writes snapshots). The
 // cluster must converge to identical state with nothing duplicated or lost.
 func TestCrashConsistency(t *testing.T) {
-	c := newCluster(t, clusterOpts{raft: snappy, logLevel: "debug", powercut: true})
+	c := newCluster(t, clusterOpts{raft: snappy, logLevel: "debug"})
 	sctx, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()
 	ws := c.watchStreams(sctx)

@@ -86,12 +86,11 @@ func waitStreamsStarted(t *testing.T, ws map[string]*streamWatcher) {
 	}
 }
 
-// runSchedule starts a fresh proxied cluster (data dirs on power-cut
-// filesystems, so every write takes the path it takes in TestPowerCuts),
-// watches every node's kitchen stream, runs a storm with fault in it,
+// runSchedule starts a fresh proxied cluster on the plain disk (the
+// power-cut filesystem has schedules of its own in TestPowerCuts), watches every node's kitchen stream, runs a storm with fault in it,
 // heals, and checks everything.
 func runSchedule(t *testing.T, fault func(t *testing.T, c *cluster)) {
-	c := newCluster(t, clusterOpts{proxies: true, powercut: true})
+	c := newCluster(t, clusterOpts{proxies: true})
 	sctx, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()
 	ws := c.watchStreams(sctx)
