@@ -219,6 +219,9 @@ func (c *Config) Validate() error {
 	if len(c.ClusterSecret) < 16 {
 		return bad("cluster_secret", "must be at least 16 characters (masterorder init writes one)")
 	}
+	if placeholderSecret(c.ClusterSecret) {
+		return bad("cluster_secret", "is the example's placeholder: every copy of config.example.toml knows it (masterorder init writes a random one)")
+	}
 	if len(c.Peers) == 0 {
 		return bad("peers", "list every member, this node included")
 	}
@@ -258,7 +261,12 @@ func (c *Config) Validate() error {
 	if c.Staff.TokenTTL.Duration <= 0 {
 		return bad("staff.token_ttl", "must be positive")
 	}
-	if c.TLS.Enabled() && (c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
+	// The raft port also carries forwarded writes: without mutual TLS any
+	// phone on the Wi-Fi could speak Raft to it. There is no plaintext mode.
+	if !c.TLS.Enabled() {
+		return bad("tls", "is required: the cluster port runs mutual TLS only (masterorder init writes ca_file, cert_file and key_file)")
+	}
+	if c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
 		return bad("tls", "ca_file, cert_file and key_file go together")
 	}
 	r := c.Raft
@@ -322,6 +330,18 @@ func (c *Config) Validate() error {
 		return bad("log.format", "must be json or text")
 	}
 	return nil
+}
+
+// placeholderSecret reports a secret copied from documentation rather than
+// generated: the example's text, or anything that says "change me".
+func placeholderSecret(s string) bool {
+	l := strings.ToLower(s)
+	for _, p := range []string{"change-me", "changeme", "change_me", "placeholder", "example"} {
+		if strings.Contains(l, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func checkHostPort(s string) error {

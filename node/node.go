@@ -38,7 +38,7 @@ type Options struct {
 	// depends on it.
 	WallClock func() time.Time
 	// ServerTLS/ClientTLS secure the Raft port (Raft and the internal
-	// channel) with mutual TLS; nil means plain TCP.
+	// channel) with mutual TLS; nil means load them from the config's [tls].
 	ServerTLS *tls.Config
 	ClientTLS *tls.Config
 }
@@ -86,7 +86,11 @@ func New(cfg Config, opts Options) (*Node, error) {
 		opts.WallClock = time.Now
 	}
 	log := opts.Logger.With("node", cfg.NodeID)
-	if cfg.TLS.Enabled() && opts.ServerTLS == nil {
+	if opts.ServerTLS == nil || opts.ClientTLS == nil {
+		// No plaintext Raft port: it would take commands from any phone.
+		if !cfg.TLS.Enabled() {
+			return nil, &ConfigError{Setting: "tls", Problem: "is required: the cluster port runs mutual TLS only"}
+		}
 		srv, cli, err := pki.LoadMutualTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
 			return nil, &ConfigError{Setting: "tls", Problem: err.Error()}
@@ -122,10 +126,8 @@ func New(cfg Config, opts Options) (*Node, error) {
 		MaxIdleConnsPerHost: 256, // one per concurrent forwarded request
 		IdleConnTimeout:     30 * time.Second,
 	}
-	if opts.ClientTLS != nil {
-		tr.TLSClientConfig = opts.ClientTLS.Clone()
-		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	}
+	tr.TLSClientConfig = opts.ClientTLS.Clone()
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	n.peerHTTP = &http.Client{Transport: tr}
 	return n, nil
 }
@@ -211,31 +213,20 @@ func (n *Node) startRaft() error {
 			dials[p.ID] = p.DialAddr
 		}
 	}
-	var stream raft.StreamLayer
-	var internalLn net.Listener
-	if n.opts.ServerTLS != nil {
-		// Mutual TLS: the handshake completes before anything reaches Raft
-		// or the internal channel; ALPN tells the two apart.
-		refusals := &logThrottle{window: time.Minute, burst: 20}
-		layer, httpL, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
-			tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
-				if ok, dropped := refusals.allow(time.Now()); ok {
-					n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
-				}
-			}))
-		if err != nil {
-			return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
-		}
-		stream, internalLn, n.closeRaftPort = layer, httpL, func() { layer.Close(); httpL.Close() }
-	} else {
-		base, err := net.Listen("tcp", cfg.RaftAddr)
-		if err != nil {
-			return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
-		}
-		mux := newConnMux(base)
-		stream = &streamLayer{chanListener: mux.raftL, advertise: advertise, dial: n.dialPeer}
-		internalLn, n.closeRaftPort = mux.httpL, func() { mux.Close() }
+	// Mutual TLS: the handshake completes before anything reaches Raft or
+	// the internal channel; ALPN tells the two apart.
+	refusals := &logThrottle{window: time.Minute, burst: 20}
+	layer, internalLn, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
+		tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
+			if ok, dropped := refusals.allow(time.Now()); ok {
+				n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
 	}
+	stream := raft.StreamLayer(layer)
+	n.closeRaftPort = func() { layer.Close(); internalLn.Close() }
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: &addressProvider{dial: dials},
 		Stream:                stream,
@@ -329,11 +320,6 @@ func (n *Node) needRestore(snaps raft.SnapshotStore) (bool, error) {
 		return false, err
 	}
 	return len(list) > 0, nil
-}
-
-func (n *Node) dialPeer(addr string, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	return d.Dial("tcp", addr)
 }
 
 // dialInternal dials the internal channel of a peer; the URL host is the

@@ -353,13 +353,26 @@ func TestNodeFromAnotherCACannotJoin(t *testing.T) {
 	}
 }
 
-// Without TLS the port sniffs HTTP by its first byte; the cluster secret
-// still guards the internal channel.
-func TestInternalChannelNeedsSecretWithoutTLS(t *testing.T) {
+// secMemberClient speaks to the internal channel with node i's own cluster
+// certificate, as a member (or someone holding a member's files) would.
+func secMemberClient(t *testing.T, c *nodetest.Cluster, i int, timeout time.Duration) *http.Client {
+	t.Helper()
+	f := c.Configs[i].TLS
+	_, cli, err := pki.LoadMutualTLS(f.CAFile, f.CertFile, f.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.NextProtos = []string{"http/1.1"}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, TLSClientConfig: cli}}
+}
+
+// Even a holder of a cluster certificate needs the cluster secret on the
+// internal channel.
+func TestInternalChannelNeedsSecret(t *testing.T) {
 	c := nodetest.Start(t, 3, nil, nil, nil)
 	li, _ := c.WaitLeader(10 * time.Second)
 	addr := c.Configs[li].RaftAddr
-	hc := &http.Client{Timeout: 5 * time.Second}
+	hc := secMemberClient(t, c, (li+1)%3, 5*time.Second)
 	for _, secret := range []string{"", "wrong-secret-0123456789", c.Configs[li].ClusterSecret + "x"} {
 		for _, path := range []string{"/internal/apply", "/internal/readindex", "/internal/snapshot"} {
 			method := "GET"
@@ -367,7 +380,7 @@ func TestInternalChannelNeedsSecretWithoutTLS(t *testing.T) {
 				method = "POST"
 			}
 			body := append([]byte{byte(kv.CmdOp), 1, 0}, `{"op":"put","key":"pwned"}`...)
-			req, _ := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(body))
+			req, _ := http.NewRequest(method, "https://"+addr+path, bytes.NewReader(body))
 			if secret != "" {
 				req.Header.Set("X-MasterOrder-Cluster-Secret", secret)
 			}
@@ -398,7 +411,7 @@ func TestForwardedGarbageIsAnswered(t *testing.T) {
 	c := nodetest.Start(t, 3, nil, nil, nil)
 	li, leader := c.WaitLeader(10 * time.Second)
 	addr := c.Configs[li].RaftAddr
-	hc := &http.Client{Timeout: 10 * time.Second}
+	hc := secMemberClient(t, c, (li+1)%3, 10*time.Second)
 	bodies := [][]byte{
 		{},
 		{1},
@@ -411,7 +424,7 @@ func TestForwardedGarbageIsAnswered(t *testing.T) {
 		append([]byte{200, 1, byte(raftfsm.FlagIgnorable)}, "future"...),
 	}
 	for _, b := range bodies {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/internal/apply", bytes.NewReader(b))
+		req, _ := http.NewRequest("POST", "https://"+addr+"/internal/apply", bytes.NewReader(b))
 		req.Header.Set("X-MasterOrder-Cluster-Secret", c.Configs[li].ClusterSecret)
 		resp, err := hc.Do(req)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"masterorder/node"
+	"masterorder/node/pki"
 )
 
 // FreePort returns a loopback port that was free a moment ago. It picks
@@ -89,9 +90,26 @@ func Configs(t testing.TB, n int, dir string) []node.Config {
 			RaftAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 			HTTPAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t))})
 	}
+	// Nodes only run with mutual TLS on the raft port, as init sets up.
+	tlsDir := filepath.Join(dir, "tls")
+	ca, err := pki.NewCA("MasterOrder test", 0)
+	if err != nil {
+		t.Fatalf("test CA: %v", err)
+	}
+	if err := ca.WriteFiles(tlsDir); err != nil {
+		t.Fatalf("test CA: %v", err)
+	}
 	var cfgs []node.Config
 	for _, p := range peers {
+		cert, key, err := ca.IssueNode(p.ID, []string{"127.0.0.1"}, 0)
+		if err != nil {
+			t.Fatalf("test certificate: %v", err)
+		}
+		if err := pki.WriteNodeFiles(tlsDir, p.ID, cert, key); err != nil {
+			t.Fatalf("test certificate: %v", err)
+		}
 		c := node.Defaults()
+		c.TLS = node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, p.ID), KeyFile: pki.NodeKeyFile(tlsDir, p.ID)}
 		c.NodeID, c.ShopID = p.ID, "testshop"
 		c.DataDir = filepath.Join(dir, "data-"+p.ID)
 		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
