@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -36,6 +37,8 @@ type Peer struct {
 	ID       string `toml:"id"`
 	RaftAddr string `toml:"raft_addr"`
 	HTTPAddr string `toml:"http_addr"`
+	// HTTPSAddr is the peer's HTTPS listener (staff and kitchen), if any.
+	HTTPSAddr string `toml:"https_addr,omitempty"`
 	// DialAddr, when set, is where this node dials the peer's raft_addr
 	// (a fault-injection proxy in tests); the cluster still knows raft_addr.
 	DialAddr string `toml:"dial_addr,omitempty"`
@@ -54,7 +57,14 @@ type Config struct {
 	// box) and never bootstraps one; peers lists the existing members and
 	// need not list this node. A leader adds it with the membership call.
 	Join bool `toml:"join"`
+	// HTTPSAddr serves staff and kitchen (and everything else) over TLS
+	// with this box's certificate from the cluster CA; empty = none.
+	HTTPSAddr string `toml:"https_addr"`
+	// PublicURL is the one address guests are given (QR codes); its host
+	// is also a name in the HTTPS certificate.
+	PublicURL string `toml:"public_url"`
 
+	HTTP      HTTPConfig      `toml:"http"`
 	Staff     StaffConfig     `toml:"staff"`
 	TLS       TLSConfig       `toml:"tls"`
 	Raft      RaftConfig      `toml:"raft"`
@@ -67,11 +77,25 @@ type Config struct {
 	Demo bool `toml:"-"`
 }
 
+// HTTPConfig restricts the plain-HTTP listener.
+type HTTPConfig struct {
+	// AllowPlainStaff serves staff and kitchen pages and APIs over plain
+	// HTTP too (the demo, labs). Off: plain HTTP carries the guest app and
+	// guest API only, so no password, token or PIN list crosses the
+	// guest Wi-Fi in clear.
+	AllowPlainStaff bool `toml:"allow_plain_staff"`
+}
+
 // StaffConfig holds staff authentication settings.
 type StaffConfig struct {
+	// PasswordHash is the manager's password (everything).
 	PasswordHash string   `toml:"password_hash"`
 	TokenSecret  string   `toml:"token_secret"`
 	TokenTTL     Duration `toml:"token_ttl"`
+	// KitchenPasswordHash is the kitchen screens' password (kitchen role:
+	// list, stream, order status, sold-out toggles); empty = no kitchen login.
+	KitchenPasswordHash string   `toml:"kitchen_password_hash"`
+	KitchenTokenTTL     Duration `toml:"kitchen_token_ttl"`
 }
 
 // TLSConfig names the cluster CA and this node's certificate.
@@ -79,6 +103,11 @@ type TLSConfig struct {
 	CAFile   string `toml:"ca_file"`
 	CertFile string `toml:"cert_file"`
 	KeyFile  string `toml:"key_file"`
+	// HTTPSCertFile/HTTPSKeyFile serve https_addr: a short-lived server
+	// certificate (tablets refuse server certificates valid for more than
+	// 825 days). Empty: cert_file and key_file.
+	HTTPSCertFile string `toml:"https_cert_file"`
+	HTTPSKeyFile  string `toml:"https_key_file"`
 }
 
 // Enabled reports whether mutual TLS is configured.
@@ -158,7 +187,7 @@ func Defaults() Config {
 			IdempotencyTTL:  Duration{60 * time.Minute},
 			CheckoutLockTTL: Duration{15 * time.Minute},
 		},
-		Staff:     StaffConfig{TokenTTL: Duration{12 * time.Hour}},
+		Staff:     StaffConfig{TokenTTL: Duration{12 * time.Hour}, KitchenTokenTTL: Duration{18 * time.Hour}},
 		Retention: RetentionConfig{AuditDays: 90, ArchiveDays: 400},
 	}
 }
@@ -216,6 +245,19 @@ func (c *Config) Validate() error {
 	if err := checkHostPort(c.RaftAddr); err != nil {
 		return bad("raft_addr", err.Error())
 	}
+	if c.HTTPSAddr != "" {
+		if err := checkHostPort(c.HTTPSAddr); err != nil {
+			return bad("https_addr", err.Error())
+		}
+		if c.HTTPSAddr == c.HTTPAddr || c.HTTPSAddr == c.RaftAddr {
+			return bad("https_addr", "must be a port of its own")
+		}
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("public_url", "must be an http:// or https:// URL with a host")
+		}
+	}
 	if len(c.ClusterSecret) < 16 {
 		return bad("cluster_secret", "must be at least 16 characters (masterorder init writes one)")
 	}
@@ -261,6 +303,9 @@ func (c *Config) Validate() error {
 	if c.Staff.TokenTTL.Duration <= 0 {
 		return bad("staff.token_ttl", "must be positive")
 	}
+	if c.Staff.KitchenTokenTTL.Duration <= 0 {
+		return bad("staff.kitchen_token_ttl", "must be positive")
+	}
 	// The raft port also carries forwarded writes: without mutual TLS any
 	// phone on the Wi-Fi could speak Raft to it. There is no plaintext mode.
 	if !c.TLS.Enabled() {
@@ -268,6 +313,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
 		return bad("tls", "ca_file, cert_file and key_file go together")
+	}
+	if (c.TLS.HTTPSCertFile == "") != (c.TLS.HTTPSKeyFile == "") {
+		return bad("tls.https_cert_file", "https_cert_file and https_key_file go together")
 	}
 	r := c.Raft
 	for name, d := range map[string]time.Duration{

@@ -104,6 +104,7 @@ func newEcho(n *Node) *echo.Echo {
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
 	e.Use(bodyDeadline)
 	e.Use(securityHeaders)
+	e.Use(n.plainHTTPGuard)
 	e.Use(n.cors())
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", n.handleReady)
@@ -167,6 +168,9 @@ func (n *Node) cors() echo.MiddlewareFunc {
 	var origins []string
 	for _, p := range n.cfg.Peers {
 		origins = append(origins, "http://"+p.HTTPAddr)
+		if p.HTTPSAddr != "" {
+			origins = append(origins, "https://"+p.HTTPSAddr)
+		}
 		if host, port, ok := strings.Cut(p.HTTPAddr, ":"); ok && (host == "127.0.0.1" || host == "localhost") {
 			origins = append(origins, "http://localhost:"+port, "http://127.0.0.1:"+port)
 		}
@@ -230,6 +234,7 @@ type MemberStatus struct {
 	ID        string `json:"id"`
 	RaftAddr  string `json:"raftAddr"`
 	HTTPAddr  string `json:"httpAddr"`
+	HTTPSAddr string `json:"httpsAddr,omitempty"`
 	Suffrage  string `json:"suffrage"`
 	Reachable bool   `json:"reachable"`
 }
@@ -276,7 +281,7 @@ func (n *Node) Status() Status {
 			if srv.Suffrage != raft.Voter {
 				suffrage = "nonvoter"
 			}
-			s.Nodes = append(s.Nodes, MemberStatus{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.MemberHTTP(id),
+			s.Nodes = append(s.Nodes, MemberStatus{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.MemberHTTP(id), HTTPSAddr: n.memberHTTPS(id),
 				Suffrage: suffrage, Reachable: id == n.cfg.NodeID || n.probe.reachable(id)})
 		}
 	}
@@ -310,6 +315,19 @@ func (n *Node) MemberHTTP(id string) string {
 	}
 	if e, ok, _ := n.kv.Get("member:" + id); ok {
 		return string(e.Value)
+	}
+	return ""
+}
+
+// memberHTTPS is a member's HTTPS address when the config knows it.
+func (n *Node) memberHTTPS(id string) string {
+	if id == n.cfg.NodeID {
+		return n.cfg.HTTPSAddr
+	}
+	for _, p := range n.cfg.Peers {
+		if p.ID == id {
+			return p.HTTPSAddr
+		}
 	}
 	return ""
 }

@@ -59,6 +59,7 @@ type Node struct {
 	peerHTTP      *http.Client
 	echo          *echo.Echo
 	httpLn        net.Listener
+	https         *http.Server // nil without https_addr
 	kv            kv.Client
 	clock         leaderClock
 	ready         atomic.Bool // leader: barrier done and clock set
@@ -167,6 +168,12 @@ func (n *Node) Start() error {
 		return fmt.Errorf("listen http_addr %s: %w", n.cfg.HTTPAddr, err)
 	}
 	n.httpLn = ln
+	if err := n.startHTTPS(); err != nil {
+		ln.Close()
+		n.httpLn = nil
+		n.Stop()
+		return err
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -342,6 +349,9 @@ func (n *Node) Stop() {
 		if n.httpLn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			n.echo.Shutdown(ctx)
+			if n.https != nil {
+				n.https.Shutdown(ctx)
+			}
 			cancel()
 		}
 		if n.raft != nil {
@@ -396,3 +406,6 @@ func trimNL(b []byte) []byte {
 	}
 	return b
 }
+
+// WallClock is this box's wall clock (never for anything replicated).
+func (n *Node) WallClock() time.Time { return n.opts.WallClock() }

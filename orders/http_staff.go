@@ -60,7 +60,8 @@ func (s *Service) login(c echo.Context) error {
 	if err := decodeStrict(c, &req); err != nil || req.Password == nil || len(*req.Password) > 200 {
 		return s.badBody(c, err, "INVALID_REQUEST")
 	}
-	if s.passwordHash == "" || !staffauth.CheckPassword(s.passwordHash, *req.Password) {
+	role := s.checkStaffPassword(*req.Password)
+	if role == 0 {
 		if locked, wait := s.limiter.Failure(addr); locked {
 			return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
 		}
@@ -72,11 +73,26 @@ func (s *Service) login(c echo.Context) error {
 	if err := s.consistent(c.Request().Context()); err != nil {
 		return s.failErr(c, err)
 	}
-	token, _, expires := s.auth.Issuer().Issue()
+	ttl := s.cfg.Staff.TokenTTL.Duration
+	if role == staffauth.RoleKitchen {
+		ttl = s.cfg.Staff.KitchenTokenTTL.Duration
+	}
+	token, _, expires := s.auth.Issuer().IssueRole(role, ttl)
 	if err := s.auth.SetLoginCookies(c, token, expires); err != nil {
 		return s.failErr(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"token": token, "expiresAt": expires.UTC().Format(time.RFC3339)})
+	return c.JSON(http.StatusOK, map[string]any{"token": token, "role": role.String(), "expiresAt": expires.UTC().Format(time.RFC3339)})
+}
+
+// checkStaffPassword returns the role whose password this is (0: none).
+func (s *Service) checkStaffPassword(pw string) staffauth.Role {
+	if s.passwordHash != "" && staffauth.CheckPassword(s.passwordHash, pw) {
+		return staffauth.RoleManager
+	}
+	if s.kitchenHash != "" && staffauth.CheckPassword(s.kitchenHash, pw) {
+		return staffauth.RoleKitchen
+	}
+	return 0
 }
 
 func (s *Service) logout(c echo.Context) error {
@@ -166,6 +182,18 @@ func (s *Service) putMenu(c echo.Context) error {
 	if !ok {
 		return s.fail(c, http.StatusBadRequest, "INVALID_MENU_ITEM", 0, nil)
 	}
+	if isKitchen(c) {
+		// The kitchen toggles sold-out; names, prices and toppings are the
+		// manager's.
+		var cur store.MenuItem
+		var found bool
+		if err := s.query(func(db store.DB) (err error) { cur, found, err = store.GetMenuItem(db, menuID); return }); err != nil {
+			return s.failErr(c, err)
+		}
+		if !found || !sameExceptAvailable(cur, item) {
+			return staffauth.Forbid(c)
+		}
+	}
 	r, err := s.propose(c, CmdUpsertMenu, upsertMenuCmd{Item: item}, true)
 	if err != nil {
 		return s.failErr(c, err)
@@ -209,6 +237,11 @@ func (s *Service) putStock(c echo.Context) error {
 			return s.fail(c, http.StatusBadRequest, "INVALID_STOCK", 0, nil)
 		}
 		qty = &n
+	}
+	if isKitchen(c) && qty != nil && *qty != 0 {
+		// The kitchen marks sold out (0) or back (untracked); counting
+		// stock is the manager's.
+		return staffauth.Forbid(c)
 	}
 	r, err := s.propose(c, CmdSetStock, setStockCmd{SKU: sku, Quantity: qty}, true)
 	if err != nil {

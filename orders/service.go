@@ -32,8 +32,10 @@ type Service struct {
 	syncer  *cloudsync.Syncer // nil unless [firestore] enabled
 	catalog catalog           // menu cache for validating carts
 	pins    pinGuard          // wrong PINs in flight on this node
-	// passwordHash is the staff password's bcrypt hash.
+	// passwordHash is the manager password's bcrypt hash, kitchenHash the
+	// kitchen password's ("" = no kitchen login).
 	passwordHash string
+	kitchenHash  string
 }
 
 // Options configure a Service.
@@ -49,14 +51,17 @@ func New(n *node.Node, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
 	}
-	s := &Service{node: n, cfg: cfg, limiter: staffauth.NewLoginLimiter(), passwordHash: cfg.Staff.PasswordHash}
+	s := &Service{node: n, cfg: cfg, limiter: staffauth.NewLoginLimiter(), passwordHash: cfg.Staff.PasswordHash, kitchenHash: cfg.Staff.KitchenPasswordHash}
 	if opts.StaffPasswordHash != "" {
 		s.passwordHash = opts.StaffPasswordHash
 	}
 	issuer := &staffauth.Issuer{Secret: secret, TTL: cfg.Staff.TokenTTL.Duration,
 		// Expiry is judged on FSM time, which every node agrees on even
 		// when their wall clocks do not.
-		Now: func() time.Time { return time.UnixMilli(n.FSMNow()) }}
+		Now: func() time.Time { return time.UnixMilli(n.FSMNow()) },
+		// ...and by the wall clock too when it is plausible: FSM time
+		// stands still while the store is powered off.
+		Wall: n.WallClock}
 	s.auth, err = staffauth.NewAuth(issuer, s.revoked)
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
@@ -96,7 +101,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	ui.Register(e)
 
 	e.POST("/api/staff/login", s.login)
-	staff := e.Group("/api/staff", s.auth.Middleware())
+	staff := e.Group("/api/staff", s.auth.Middleware(), roleGuard)
 	staff.POST("/logout", s.logout)
 	staff.GET("/menu", s.listMenu)
 	staff.PUT("/menu/:menuId", s.putMenu)
@@ -114,9 +119,9 @@ func (s *Service) Routes(e *echo.Echo) {
 	staff.DELETE("/locks/:key", s.releaseLock)
 	staff.GET("/qr", ui.QRHandler)
 
-	kitchen := e.Group("/api/kitchen", s.auth.Middleware())
-	kitchen.GET("/orders", s.kitchenOrders)
-	kitchen.GET("/stream", s.kitchenStream)
+	// Only the stream takes ?token= (an EventSource cannot send headers).
+	e.GET("/api/kitchen/orders", s.kitchenOrders, s.auth.Middleware(), roleGuard)
+	e.GET("/api/kitchen/stream", s.kitchenStream, s.auth.StreamMiddleware(), roleGuard)
 
 	guest := e.Group("/api/guest/sessions/:id")
 	guest.GET("", s.guestSession)

@@ -116,6 +116,9 @@ func Configs(t testing.TB, n int, dir string) []node.Config {
 		c.ClusterSecret = "test-cluster-secret-0123456789"
 		c.Staff.TokenSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 		c.Demo = true
+		// Tests talk to staff endpoints over plain HTTP, as the demo does;
+		// HTTPS tests turn this off and set https_addr.
+		c.HTTP.AllowPlainStaff = true
 		// Test machines are busy (race detector, parallel packages, two
 		// cores): LAN timeouts would make leadership flap. Tests that
 		// measure failover set their own.
