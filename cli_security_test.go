@@ -1,12 +1,16 @@
 package main
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"masterorder/node"
 )
 
 // initOne runs `init` for a single box and returns its config as a map.
@@ -14,7 +18,7 @@ func initOne(t *testing.T, extra ...string) (string, map[string]any) {
 	t.Helper()
 	dir := t.TempDir()
 	args := append([]string{"init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir,
-		"--staff-password", "correct horse battery"}, extra...)
+		"--staff-password", "correct horse battery", "--kitchen-password", "kitchen tablet 42"}, extra...)
 	if code, out, errs := runCLI(t, args...); code != 0 {
 		t.Fatalf("init: %d %s %s", code, out, errs)
 	}
@@ -57,5 +61,84 @@ func TestRunRefusesPlaintextClusterPort(t *testing.T) {
 	writeTOML(t, path, m)
 	if code, _, errs := runCLI(t, "run", "--config", path); code != 2 || !strings.Contains(errs, "cluster_secret") {
 		t.Errorf("run with the placeholder secret: exit %d %q", code, errs)
+	}
+}
+
+// init writes what a store owner installs on tablets (ca.crt), an HTTPS
+// certificate a tablet accepts (names: the box's address and public_url's
+// host; at most 825 days, iOS's limit), a kitchen password, and refuses
+// passwords a guest could guess.
+func TestInitHTTPSAndPasswords(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=192.168.1.10:8080:9080,b=192.168.1.11:8080:9080",
+		"--out", dir, "--public-url", "http://order.local:8080")
+	if code != 0 {
+		t.Fatalf("init: %d %s %s", code, out, errs)
+	}
+	if !strings.Contains(out, "kitchen password: ") || !strings.Contains(out, "staff password: ") || !strings.Contains(out, "ca.crt") {
+		t.Errorf("init output: %s", out)
+	}
+	caCrt, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, _ := os.ReadFile(filepath.Join(dir, "tls", "ca.pem"))
+	if string(caCrt) != string(caPEM) {
+		t.Error("ca.crt is not the cluster CA")
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caCrt)
+	cfg, err := node.LoadConfig(filepath.Join(dir, "b.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPSAddr != "192.168.1.11:8443" || cfg.HTTP.AllowPlainStaff || cfg.Staff.KitchenPasswordHash == "" || cfg.PublicURL != "http://order.local:8080" {
+		t.Errorf("config: https %q plain %v kitchen %q public %q", cfg.HTTPSAddr, cfg.HTTP.AllowPlainStaff, cfg.Staff.KitchenPasswordHash, cfg.PublicURL)
+	}
+	if len(cfg.Peers) != 2 || cfg.Peers[0].HTTPSAddr != "192.168.1.10:8443" {
+		t.Errorf("peers: %+v", cfg.Peers)
+	}
+	raw, err := os.ReadFile(cfg.TLS.HTTPSCertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(raw)
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"192.168.1.11", "order.local"} {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("HTTPS certificate for %s: %v", name, err)
+		}
+	}
+	if days := cert.NotAfter.Sub(cert.NotBefore).Hours() / 24; days > 825 {
+		t.Errorf("HTTPS certificate valid %.0f days; tablets refuse more than 825", days)
+	}
+
+	// --plain-http: no HTTPS listener, staff over plain HTTP (labs).
+	dir2 := t.TempDir()
+	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir2, "--plain-http"); code != 0 {
+		t.Fatalf("init --plain-http: %d %s %s", code, out, errs)
+	}
+	if c, err := node.LoadConfig(filepath.Join(dir2, "a.toml")); err != nil || c.HTTPSAddr != "" || !c.HTTP.AllowPlainStaff {
+		t.Errorf("--plain-http config: %+v %v", c.HTTP, err)
+	}
+
+	for name, args := range map[string][]string{
+		"short":         {"--staff-password", "ramen1"},
+		"common word":   {"--staff-password", "Password123!"},
+		"digits":        {"--staff-password", "1234567890"},
+		"weak kitchen":  {"--staff-password", "correct horse battery", "--kitchen-password", "kitchen"},
+		"same password": {"--staff-password", "correct horse battery", "--kitchen-password", "correct horse battery"},
+	} {
+		d := t.TempDir()
+		code, _, errs := runCLI(t, append([]string{"init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", d}, args...)...)
+		if code != 2 {
+			t.Errorf("%s: exit %d %s", name, code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(d, "a.toml")); err == nil {
+			t.Errorf("%s: a config was written", name)
+		}
 	}
 }

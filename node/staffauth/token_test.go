@@ -279,3 +279,17 @@ func TestTokenWallClockCap(t *testing.T) {
 		t.Errorf("past its FSM expiry: %v", err)
 	}
 }
+
+func TestCheckStrength(t *testing.T) {
+	for _, weak := range []string{"", "demo", "short1!", "password", "Password123", "P@ssword!!", "1234567890", "aaaaaaaaaaaa",
+		"abcdefghij", "kitchen2026", "Ramen-2026!!", "0987654321", "ababababab", "qwertyuiop"} {
+		if CheckStrength(weak) == nil {
+			t.Errorf("CheckStrength(%q) accepted", weak)
+		}
+	}
+	for _, ok := range []string{"correct horse battery", "kitchen tablet 42", "t7!Kq9zR2mX", NewSecret()[:16]} {
+		if err := CheckStrength(ok); err != nil {
+			t.Errorf("CheckStrength(%q): %v", ok, err)
+		}
+	}
+}

@@ -621,3 +621,19 @@ test('the node pool keeps the origin first and rotates on failure', async () => 
   pool.ok(C);
   assert.equal(pool.current(), C);
 });
+
+test('a page served over HTTPS learns the other boxes\' HTTPS addresses only', async () => {
+  const status = {
+    nodes: [
+      { id: 'a', httpAddr: '10.0.0.1:8080', httpsAddr: '10.0.0.1:8443' },
+      { id: 'b', httpAddr: '10.0.0.2:8080', httpsAddr: '10.0.0.2:8443' },
+      { id: 'c', httpAddr: '10.0.0.3:8080' }, // added later, no HTTPS known
+    ],
+  };
+  const pool = createNodePool({ origin: 'https://10.0.0.1:8443', fetch: async () => json(200, status), storage: memStorage() });
+  await pool.refresh();
+  pool.failed('https://10.0.0.1:8443');
+  assert.equal(pool.current(), 'https://10.0.0.2:8443');
+  pool.failed('https://10.0.0.2:8443');
+  assert.ok(pool.current().startsWith('https://'), pool.current());
+});
