@@ -138,8 +138,15 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	force := fs.Bool("force", false, "overwrite existing configs")
 	systemd := fs.Bool("systemd", false, "write configs for the box layout ("+boxEtc+", "+boxDataDir+") and a systemd unit per node")
 	addNode := fs.String("add-node", "", "ID=HOST:HTTPPORT:RAFTPORT: a config and certificate for a box joining the cluster in --out")
+	renew := fs.Bool("renew-https", false, "issue fresh HTTPS certificates for every box config in --out (they last 800 days)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	if *renew {
+		if *out == "" {
+			return usageError{"init --renew-https needs --out (the directory init wrote)"}
+		}
+		return renewHTTPS(*out, stdout)
 	}
 	if *addNode != "" {
 		if *out == "" {
@@ -250,5 +257,39 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	if kprinted {
 		fmt.Fprintf(stdout, "kitchen password: %s\n", kpw)
 	}
+	return nil
+}
+
+// renewHTTPS re-issues each box's HTTPS certificate (same names: its
+// https_addr host and public_url's host) under the cluster CA in DIR/tls.
+// Copy the new tls/ID-https*.pem to each box and restart it.
+func renewHTTPS(dir string, stdout io.Writer) error {
+	tlsDir := filepath.Join(dir, "tls")
+	ca, err := pki.LoadCAFiles(tlsDir)
+	if err != nil {
+		return usageError{"--renew-https needs the cluster CA that init wrote in " + tlsDir + ": " + err.Error()}
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	if err != nil {
+		return err
+	}
+	renewed := 0
+	for _, p := range paths {
+		c, err := node.LoadConfig(p)
+		if err != nil || c.HTTPSAddr == "" {
+			continue
+		}
+		host, _, _ := net.SplitHostPort(c.HTTPSAddr)
+		n := initNode{id: c.NodeID, host: host}
+		if err := issueBox(ca, tlsDir, n, c.PublicURL, false); err != nil {
+			return err
+		}
+		renewed++
+		fmt.Fprintf(stdout, "  %s: %s\n", c.NodeID, pki.HTTPSCertFile(tlsDir, c.NodeID))
+	}
+	if renewed == 0 {
+		return usageError{"--renew-https: no box config with https_addr in " + dir}
+	}
+	fmt.Fprintf(stdout, "renewed %d HTTPS certificates; copy them to the boxes and restart each\n", renewed)
 	return nil
 }

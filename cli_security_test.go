@@ -142,3 +142,23 @@ func TestInitHTTPSAndPasswords(t *testing.T) {
 		}
 	}
 }
+
+// The HTTPS certificates are renewed in place: new serials, same names.
+func TestInitRenewHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir); code != 0 {
+		t.Fatalf("init: %d %s %s", code, out, errs)
+	}
+	certFile := filepath.Join(dir, "tls", "a-https.pem")
+	before, _ := os.ReadFile(certFile)
+	if code, out, errs := runCLI(t, "init", "--renew-https", "--out", dir); code != 0 || !strings.Contains(out, "renewed 1") {
+		t.Fatalf("renew: %d %s %s", code, out, errs)
+	}
+	after, _ := os.ReadFile(certFile)
+	if len(after) == 0 || string(after) == string(before) {
+		t.Error("certificate not renewed")
+	}
+	if _, err := node.LoadConfig(filepath.Join(dir, "a.toml")); err != nil {
+		t.Error(err)
+	}
+}

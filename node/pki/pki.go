@@ -165,7 +165,7 @@ const HTTPSValidity = 800 * 24 * time.Hour
 // IssueHTTPS issues the server certificate a box shows staff tablets on
 // its HTTPS port: serverAuth only, valid from a day before now (judged by
 // the tablet's clock, which is right) for HTTPSValidity. Renew it by
-// running init --renew-https before it lapses.
+// running `masterorder init --renew-https` before it lapses.
 func (ca *CA) IssueHTTPS(nodeID string, hosts []string) (certPEM, keyPEM []byte, err error) {
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
 	return ca.issue(nodeID, hosts, start, start.Add(HTTPSValidity), []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
