@@ -181,8 +181,8 @@ func (n *Node) cors() echo.MiddlewareFunc {
 			return slices.Contains(origins, origin) || n.memberOrigin(origin), nil
 		},
 		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
-		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
-		ExposeHeaders: []string{"Retry-After", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed"},
+		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-Session-Credential", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
+		ExposeHeaders: []string{"Retry-After", "X-Session-Credential", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed"},
 		MaxAge:        600,
 	})
 }

@@ -51,6 +51,9 @@ func Register(reg *raftfsm.Registry) {
 	reg.Register(CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
 	reg.Register(CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
 	reg.Register(CmdCloudState, "orders.cloudState", applyCloudState)
+	reg.Register(CmdRejectionSummary, "orders.rejectionSummary", applyRejectionSummary)
+	reg.Register(CmdLoginFailure, "orders.loginFailure", applyLoginFailure)
+	reg.Register(CmdResetPIN, "orders.resetPIN", applyResetPIN)
 }
 
 // Result is what every domain command answers: an HTTP status with either
@@ -230,7 +233,10 @@ const (
 type pinFailureCmd struct {
 	SessionID string `json:"sessionId"`
 	Client    string `json:"client"` // client id, or the remote address
-	Node      string `json:"node"`
+	// Addr is the remote address, counted too so rotating client ids gains
+	// nothing ("" for loopback and in commands from older nodes).
+	Addr string `json:"addr,omitempty"`
+	Node string `json:"node"`
 }
 
 type pinFailureResult struct {
@@ -244,10 +250,7 @@ func applyPINFailure(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	}
 	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
 	locked := false
-	for _, scope := range []struct {
-		name, id string
-		limit    int
-	}{{"client", c.Client, pinClientLimit}, {"session", c.SessionID, pinSessionLimit}} {
+	for _, scope := range pinScopes(c.Client, c.Addr, c.SessionID) {
 		count, err := bumpCounter(t, keyPINFail(scope.name, scope.id), pinWindowMs)
 		if err != nil {
 			return nil, err

@@ -51,23 +51,35 @@ func remoteHost(c echo.Context) string {
 
 func (s *Service) login(c echo.Context) error {
 	addr := remoteHost(c)
-	if ok, wait := s.limiter.Allow(addr); !ok {
-		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
-	}
 	var req struct {
 		Password *string `json:"password"`
 	}
 	if err := decodeStrict(c, &req); err != nil || req.Password == nil || len(*req.Password) > 200 {
 		return s.badBody(c, err, "INVALID_REQUEST")
 	}
-	role := s.checkStaffPassword(*req.Password)
+	if wait, locked := s.loginLocked(staffauth.Key(addr)); locked {
+		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
+	}
+	// The attempt counts from here, before bcrypt runs (parallel guesses
+	// cannot all slip past the limit).
+	ok, wait, end := s.limiter.Begin(addr)
+	if !ok {
+		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
+	}
+	role, busy := s.checkStaffPassword(*req.Password)
+	if busy {
+		end(staffauth.Abandoned)
+		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", time.Second, nil)
+	}
 	if role == 0 {
-		if locked, wait := s.limiter.Failure(addr); locked {
+		end(staffauth.Failed)
+		s.recordLoginFailure(c.Request().Context(), staffauth.Key(addr))
+		if ok, wait := s.limiter.Allow(addr); !ok { // this failure locked the address
 			return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
 		}
 		return s.fail(c, http.StatusUnauthorized, "INVALID_PASSWORD", 0, nil)
 	}
-	s.limiter.Success(addr)
+	end(staffauth.Succeeded)
 	// Tokens expire on FSM time: catch up first so this node's clock is
 	// the cluster's.
 	if err := s.consistent(c.Request().Context()); err != nil {
@@ -84,15 +96,25 @@ func (s *Service) login(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"token": token, "role": role.String(), "expiresAt": expires.UTC().Format(time.RFC3339)})
 }
 
-// checkStaffPassword returns the role whose password this is (0: none).
-func (s *Service) checkStaffPassword(pw string) staffauth.Role {
-	if s.passwordHash != "" && staffauth.CheckPassword(s.passwordHash, pw) {
-		return staffauth.RoleManager
+// checkStaffPassword returns the role whose password this is (0: none);
+// busy when the node's bcrypt slots stayed full.
+func (s *Service) checkStaffPassword(pw string) (staffauth.Role, bool) {
+	for _, h := range []struct {
+		hash string
+		role staffauth.Role
+	}{{s.passwordHash, staffauth.RoleManager}, {s.kitchenHash, staffauth.RoleKitchen}} {
+		if h.hash == "" {
+			continue
+		}
+		match, busy := s.bcrypt.Check(h.hash, pw, loginBcryptWait)
+		if busy {
+			return 0, true
+		}
+		if match {
+			return h.role, false
+		}
 	}
-	if s.kitchenHash != "" && staffauth.CheckPassword(s.kitchenHash, pw) {
-		return staffauth.RoleKitchen
-	}
-	return 0
+	return 0, false
 }
 
 func (s *Service) logout(c echo.Context) error {

@@ -2,7 +2,9 @@ package orders
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -29,13 +31,20 @@ type Service struct {
 	hub     *stream.Hub
 	auth    *staffauth.Auth
 	limiter *staffauth.LoginLimiter
-	syncer  *cloudsync.Syncer // nil unless [firestore] enabled
-	catalog catalog           // menu cache for validating carts
-	pins    pinGuard          // wrong PINs in flight on this node
+	bcrypt  *staffauth.BcryptGate // bounds concurrent password checks
+	syncer  *cloudsync.Syncer     // nil unless [firestore] enabled
+	catalog catalog               // menu cache for validating carts
+	pins    pinGuard              // wrong PINs in flight on this node
+	// proposals caps guest order proposals per session and per address;
+	// rejections counts the orders answered before proposing (preadmit.go).
+	proposals  windowLimiter
+	rejections rejectionCounts
 	// passwordHash is the manager password's bcrypt hash, kitchenHash the
 	// kitchen password's ("" = no kitchen login).
 	passwordHash string
 	kitchenHash  string
+	// guestKey signs session credentials (pinguard.go).
+	guestKey []byte
 }
 
 // Options configure a Service.
@@ -51,7 +60,11 @@ func New(n *node.Node, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
 	}
-	s := &Service{node: n, cfg: cfg, limiter: staffauth.NewLoginLimiter(), passwordHash: cfg.Staff.PasswordHash, kitchenHash: cfg.Staff.KitchenPasswordHash}
+	s := &Service{node: n, cfg: cfg, limiter: staffauth.NewLoginLimiter(), passwordHash: cfg.Staff.PasswordHash, kitchenHash: cfg.Staff.KitchenPasswordHash,
+		proposals: windowLimiter{limit: proposalLimit, window: proposalWindow},
+		// Two comparisons at once: the boxes have four small cores and the
+		// order path needs them.
+		bcrypt: staffauth.NewBcryptGate(2), guestKey: guestKey(secret)}
 	if opts.StaffPasswordHash != "" {
 		s.passwordHash = opts.StaffPasswordHash
 	}
@@ -70,6 +83,14 @@ func New(n *node.Node, opts Options) (*Service, error) {
 	n.FSM().SetListener(s.publish)
 	n.FSM().SetRestoreListener(s.hub.Reset)
 	return s, nil
+}
+
+// guestKey derives the session-credential key from the token secret (so
+// rotating secrets voids credentials too).
+func guestKey(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("masterorder guest session credential v1"))
+	return m.Sum(nil)
 }
 
 // Hub is the node's kitchen event hub.
@@ -112,6 +133,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	staff.POST("/sessions/:id/checkout/begin", s.checkoutStep(CmdCheckoutBegin))
 	staff.POST("/sessions/:id/checkout/cancel", s.checkoutStep(CmdCheckoutCancel))
 	staff.POST("/sessions/:id/checkout", s.checkoutStep(CmdCheckout))
+	staff.POST("/sessions/:id/pin", s.resetPIN)
 	staff.POST("/orders", s.staffOrder)
 	staff.PATCH("/orders/:orderId", s.patchOrder)
 	staff.GET("/audit", s.listAudit)

@@ -7,6 +7,7 @@ package staffauth
 import (
 	"errors"
 	"strings"
+	"time"
 	"unicode"
 
 	"golang.org/x/crypto/bcrypt"
@@ -38,6 +39,30 @@ func CheckPassword(hash, pw string) bool {
 		return false
 	}
 	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(pw)) == nil
+}
+
+// BcryptGate caps the bcrypt comparisons running at once on a node: each
+// takes ~50-100 ms of a core, and a script firing logins at three boxes
+// would otherwise turn them into a CPU weapon against the order path.
+type BcryptGate struct{ slots chan struct{} }
+
+// NewBcryptGate allows n comparisons at once (at least 1).
+func NewBcryptGate(n int) *BcryptGate {
+	return &BcryptGate{slots: make(chan struct{}, max(n, 1))}
+}
+
+// Check compares like CheckPassword when a slot frees up within wait;
+// busy reports that none did (the caller answers "try again").
+func (g *BcryptGate) Check(hash, pw string, wait time.Duration) (match, busy bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case g.slots <- struct{}{}:
+	case <-t.C:
+		return false, true
+	}
+	defer func() { <-g.slots }()
+	return CheckPassword(hash, pw), false
 }
 
 // MinPasswordLen is the shortest staff or kitchen password init accepts.

@@ -637,3 +637,16 @@ test('a page served over HTTPS learns the other boxes\' HTTPS addresses only', a
   pool.failed('https://10.0.0.2:8443');
   assert.ok(pool.current().startsWith('https://'), pool.current());
 });
+
+test('the session credential from a right PIN is sent on every later call', async () => {
+  const h = harness((req) => {
+    if (req.method === 'GET') return json(200, { sessionId: SID, tableId: 'T1', status: 'ACTIVE' }, { 'X-Session-Credential': 'cred-abc' });
+    return json(200, { allowed: true, orderId: 7, requestId: req.headers.get('Idempotency-Key'), status: 'ACCEPTED', totalPrice: 2440, idempotentReplay: false });
+  });
+  await h.sdk.getSession(SID, '4821');
+  assert.equal(h.calls[0].headers.get('X-Session-Credential'), null);
+  h.sdk.openCart(SID, CART);
+  await h.sdk.submitOrder({ sessionId: SID, pin: '4821', items: CART, expectedTotal: 2440 });
+  const post = h.calls.find((c) => c.method === 'POST');
+  assert.equal(post.headers.get('X-Session-Credential'), 'cred-abc');
+});
