@@ -67,6 +67,8 @@ type Node struct {
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
+	serials       peerSerials // certificate serials seen per member (peercheck.go)
+	raftRef       atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
 	metrics       *nodeMetrics
 
 	extrasMu    sync.Mutex
@@ -118,6 +120,9 @@ func New(cfg Config, opts Options) (*Node, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
 	n.kv = kv.Client{A: n, V: n}
+	// Both ends of every cluster connection check the peer's node id
+	// against the membership and the deny-list (peercheck.go).
+	n.opts.ServerTLS, n.opts.ClientTLS = n.withPeerCheck(n.opts.ServerTLS), n.withPeerCheck(n.opts.ClientTLS)
 	n.AddLeaderWorker("expire", n.expireWorker)
 	n.echo = newEcho(n)
 	n.initMetrics()
@@ -127,7 +132,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 		MaxIdleConnsPerHost: 256, // one per concurrent forwarded request
 		IdleConnTimeout:     30 * time.Second,
 	}
-	tr.TLSClientConfig = opts.ClientTLS.Clone()
+	tr.TLSClientConfig = n.opts.ClientTLS.Clone()
 	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	n.peerHTTP = &http.Client{Transport: tr}
 	return n, nil
@@ -281,6 +286,7 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	n.raftRef.Store(r)
 
 	existing, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {

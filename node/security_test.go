@@ -560,3 +560,85 @@ func TestRaftPortRefusalLogsStayBoundedAndOneLine(t *testing.T) {
 		t.Errorf("no refusal logged:\n%s", out)
 	}
 }
+
+// A box is removed (stolen, or dead and replaced): whoever holds its files
+// — cluster CA certificate, node certificate and key, cluster secret —
+// is refused on the Raft port and the internal channel of every remaining
+// member from the moment the removal commits, its certificate's serial is
+// on the replicated deny-list, and the cluster keeps committing.
+func TestRemovedMemberIsShutOut(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil, nil)
+	li, leader := c.WaitLeader(10 * time.Second)
+	v := (li + 1) % 3
+	victim := c.Configs[v]
+	hc := secMemberClient(t, c, v, 5*time.Second)
+	hc.Transport.(*http.Transport).DisableKeepAlives = true
+	readIndex := func(i int) (int, error) {
+		req, _ := http.NewRequest("GET", "https://"+c.Configs[i].RaftAddr+"/internal/readindex", nil)
+		req.Header.Set("X-MasterOrder-Cluster-Secret", victim.ClusterSecret)
+		res, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		res.Body.Close()
+		return res.StatusCode, nil
+	}
+	// Control: while a member, its certificate opens the internal channel.
+	if code, err := readIndex(li); err != nil || code != 200 {
+		t.Fatalf("member's readindex: %d %v", code, err)
+	}
+	c.StopNode(v)
+	secOnLeader(t, c, "remove "+victim.NodeID, func(*raft.Raft) error {
+		_, l := c.WaitLeader(10 * time.Second)
+		return l.RemoveMember(context.Background(), victim.NodeID)
+	})
+	_, leader = c.WaitLeader(10 * time.Second)
+	secWaitUntil(t, "deny-list entry on every member", 10*time.Second, func() bool {
+		for i, n := range c.Nodes {
+			if n == nil || i == v {
+				continue
+			}
+			if l, err := n.KV().List("denycert:", 10); err != nil || len(l) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	_, cli, err := pki.LoadMutualTLS(victim.TLS.CAFile, victim.TLS.CertFile, victim.TLS.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Configs {
+		if i == v {
+			continue
+		}
+		secWaitUntil(t, "removed member refused by "+c.Configs[i].NodeID, 10*time.Second, func() bool {
+			_, err := readIndex(i)
+			return err != nil
+		})
+		// The Raft side: the handshake (or the first read) fails.
+		rc := cli.Clone()
+		rc.NextProtos = []string{"masterorder-raft/1"}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", c.Configs[i].RaftAddr, rc)
+		if err == nil {
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			conn.Write(secRaftGarbage)
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		if err == nil {
+			t.Errorf("node %s answered the removed member on the raft port", c.Configs[i].NodeID)
+		}
+	}
+	secPut(t, leader, "after-removal")
+	for i, n := range c.Nodes {
+		if n != nil && i != v {
+			if _, ok, _ := n.KV().Get("after-removal"); !ok {
+				secWaitUntil(t, "commit on "+c.Configs[i].NodeID, 10*time.Second, func() bool {
+					_, ok, _ := n.KV().Get("after-removal")
+					return ok
+				})
+			}
+		}
+	}
+}
