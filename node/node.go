@@ -67,7 +67,7 @@ type Node struct {
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
-	serials       peerSerials // certificate serials seen per member (peercheck.go)
+	serials       peerSerials               // certificate serials seen per member (peercheck.go)
 	raftRef       atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
 	metrics       *nodeMetrics
 
