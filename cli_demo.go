@@ -37,6 +37,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil || perr != nil || port < 1 || port+*count+1000 > 65535 {
 		return usageError{"--listen must be HOST:PORT"}
 	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		// The demo serves staff over plain HTTP with a known password:
+		// fine on one laptop, not on a network anyone can join.
+		fmt.Fprintf(stderr, "WARNING: demo listening on %s: anyone on this network can reach the staff console over plain HTTP", host)
+		if *password == "demo" {
+			fmt.Fprint(stderr, " with the password \"demo\"")
+		}
+		fmt.Fprintln(stderr, ". Use --listen 127.0.0.1:8080, or `masterorder init` for a real store.")
+	}
 	dir := *dataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "masterorder-demo-"); err != nil {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"masterorder/node"
+	"masterorder/node/nodetest"
 )
 
 // initOne runs `init` for a single box and returns its config as a map.
@@ -160,5 +164,23 @@ func TestInitRenewHTTPS(t *testing.T) {
 	}
 	if _, err := node.LoadConfig(filepath.Join(dir, "a.toml")); err != nil {
 		t.Error(err)
+	}
+}
+
+// `demo --listen 0.0.0.0` serves staff over plain HTTP with password
+// "demo" to the whole network: it says so.
+func TestDemoOnAllInterfacesWarns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // stop right after start-up
+	var out, errb bytes.Buffer
+	port := nodetest.FreePort(t)
+	cmdDemo(ctx, []string{"--nodes", "1", "--listen", fmt.Sprintf("0.0.0.0:%d", port), "--data-dir", t.TempDir()}, &out, &errb)
+	if !strings.Contains(errb.String(), "WARNING") || !strings.Contains(errb.String(), `"demo"`) {
+		t.Errorf("no warning: %q", errb.String())
+	}
+	errb.Reset()
+	cmdDemo(ctx, []string{"--nodes", "1", "--listen", fmt.Sprintf("127.0.0.1:%d", nodetest.FreePort(t)), "--data-dir", t.TempDir()}, &out, &errb)
+	if strings.Contains(errb.String(), "WARNING") {
+		t.Errorf("warning on loopback: %q", errb.String())
 	}
 }

@@ -103,7 +103,7 @@ func newEcho(n *Node) *echo.Echo {
 	}}))
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
 	e.Use(bodyDeadline)
-	e.Use(securityHeaders)
+	e.Use(n.securityHeaders)
 	e.Use(n.plainHTTPGuard)
 	e.Use(n.cors())
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
@@ -150,16 +150,50 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 // securityHeaders: the web apps load nothing from elsewhere and run no
-// inline script, so a guest on the same Wi-Fi cannot inject or frame them.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// inline script, so a guest on the same Wi-Fi cannot inject or frame them;
+// they may call only this box and the other members (failover), not any
+// origin an injected script would like to send data to.
+func (n *Node) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' http: https:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' "+
+			strings.Join(n.peerOrigins(), " ")+"; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		return next(c)
 	}
+}
+
+// peerOrigins are the members' web origins (HTTP and HTTPS), for CSP.
+func (n *Node) peerOrigins() []string {
+	var out []string
+	add := func(scheme, addr string) {
+		if addr == "" {
+			return
+		}
+		addrs := []string{addr}
+		if host, port, ok := strings.Cut(addr, ":"); ok && (host == "127.0.0.1" || host == "localhost") {
+			addrs = []string{"localhost:" + port, "127.0.0.1:" + port} // as cors()
+		}
+		for _, a := range addrs {
+			if !slices.Contains(out, scheme+a) {
+				out = append(out, scheme+a)
+			}
+		}
+	}
+	for _, p := range n.cfg.Peers {
+		add("http://", p.HTTPAddr)
+		add("https://", p.HTTPSAddr)
+	}
+	if r := n.raftRef.Load(); r != nil {
+		if f := r.GetConfiguration(); f.Error() == nil {
+			for _, srv := range f.Configuration().Servers {
+				add("http://", n.MemberHTTP(string(srv.ID)))
+			}
+		}
+	}
+	return out
 }
 
 // cors lets the web apps served by one box call the others (order-sdk.js
@@ -305,7 +339,12 @@ func (n *Node) clockSuspect() bool {
 	return last > 0 && wall.UnixMilli() < last-60_000
 }
 
-func (n *Node) handleStatus(c echo.Context) error { return c.JSON(http.StatusOK, n.Status()) }
+func (n *Node) handleStatus(c echo.Context) error {
+	if !n.privileged(c.Request()) {
+		return c.JSON(http.StatusOK, n.guestStatus())
+	}
+	return c.JSON(http.StatusOK, n.Status())
+}
 
 // MemberHTTP returns a member's HTTP address: configured peers, then
 // members added later (recorded in the KV by the membership call).

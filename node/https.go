@@ -115,3 +115,63 @@ func (n *Node) startHTTPS() error {
 	}()
 	return nil
 }
+
+// Guests may learn the node list (order-sdk.js fails over with it) but
+// not the cluster's inner state or /metrics: those go to staff (a valid
+// token) and to the box itself (loopback: an operator or a local scraper).
+
+// SetStaffCheck installs how the node recognizes a staff request (the
+// domain owns tokens).
+func (n *Node) SetStaffCheck(fn func(r *http.Request) bool) {
+	n.extrasMu.Lock()
+	n.staffCheck = fn
+	n.extrasMu.Unlock()
+}
+
+// privileged reports a staff request or one from this box itself.
+func (n *Node) privileged(r *http.Request) bool {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return true
+		}
+	}
+	n.extrasMu.Lock()
+	fn := n.staffCheck
+	n.extrasMu.Unlock()
+	return fn != nil && fn(r)
+}
+
+// GuestStatus is what /api/cluster/status tells a guest: the nodes to
+// fail over to.
+type GuestStatus struct {
+	NodeID string        `json:"nodeId"`
+	Nodes  []GuestMember `json:"nodes"`
+}
+
+// GuestMember is one node in GuestStatus.
+type GuestMember struct {
+	ID        string `json:"id"`
+	HTTPAddr  string `json:"httpAddr"`
+	HTTPSAddr string `json:"httpsAddr,omitempty"`
+}
+
+func (n *Node) guestStatus() GuestStatus {
+	g := GuestStatus{NodeID: n.cfg.NodeID, Nodes: []GuestMember{}}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			id := string(srv.ID)
+			g.Nodes = append(g.Nodes, GuestMember{ID: id, HTTPAddr: n.MemberHTTP(id), HTTPSAddr: n.memberHTTPS(id)})
+		}
+	}
+	return g
+}
+
+// staffOnly guards a handler for privileged callers (401 otherwise).
+func (n *Node) staffOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !n.privileged(c.Request()) {
+			return Fail(c, http.StatusUnauthorized, "UNAUTHORIZED", "スタッフのログインが必要です。", "Staff login required.", 0)
+		}
+		return next(c)
+	}
+}

@@ -73,6 +73,7 @@ type Node struct {
 
 	extrasMu    sync.Mutex
 	cloudStatus func() any
+	staffCheck  func(r *http.Request) bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -130,6 +131,10 @@ func New(cfg Config, opts Options) (*Node, error) {
 		Proxy:               nil,
 		DialContext:         n.dialInternal,
 		MaxIdleConnsPerHost: 256, // one per concurrent forwarded request
+		// Never more connections (so never more handshakes at once) than
+		// the peer's TLS listener accepts in flight from one host: a burst
+		// queues for a connection instead of being refused.
+		MaxConnsPerHost: tlsnet.DefaultMaxPendingPerHost,
 		IdleConnTimeout:     30 * time.Second,
 	}
 	tr.TLSClientConfig = n.opts.ClientTLS.Clone()
