@@ -135,7 +135,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 		// the peer's TLS listener accepts in flight from one host: a burst
 		// queues for a connection instead of being refused.
 		MaxConnsPerHost: tlsnet.DefaultMaxPendingPerHost,
-		IdleConnTimeout:     30 * time.Second,
+		IdleConnTimeout: 30 * time.Second,
 	}
 	tr.TLSClientConfig = n.opts.ClientTLS.Clone()
 	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
