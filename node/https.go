@@ -109,7 +109,7 @@ func (n *Node) startHTTPS() error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := n.https.Serve(tls.NewListener(ln, tc)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.https.Serve(tls.NewListener(limitConns(ln, MaxConnsPerAddr), tc)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("https server stopped", "error", err)
 		}
 	}()

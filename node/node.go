@@ -177,6 +177,7 @@ func (n *Node) Start() error {
 		n.Stop()
 		return fmt.Errorf("listen http_addr %s: %w", n.cfg.HTTPAddr, err)
 	}
+	ln = limitConns(ln, MaxConnsPerAddr)
 	n.httpLn = ln
 	if err := n.startHTTPS(); err != nil {
 		ln.Close()
