@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"masterorder/node/staffauth"
 )
 
 // TestStaffOpensTableAndChecksOut: on the staff console a staff user logs
@@ -163,4 +166,48 @@ func TestStaffUnlocksTableWithNewPIN(t *testing.T) {
 		}
 		t.Logf("%s: table %s unlocked, PIN %s → %s", dev.name, table, old, fresh)
 	}
+}
+
+const kitchenPassword = "kitchen-screen-pw"
+
+var (
+	kitchenHashOnce sync.Once
+	kitchenHashV    string
+)
+
+func kitchenHash(t testing.TB) string {
+	kitchenHashOnce.Do(func() {
+		h, err := staffauth.HashPassword(kitchenPassword)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kitchenHashV = h
+	})
+	return kitchenHashV
+}
+
+// The kitchen password typed into the staff console: the console says it
+// belongs on the kitchen screen instead of opening a page of 403s; on the
+// kitchen screen the same password runs the board.
+func TestKitchenPasswordOnTheConsole(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	for _, dev := range devices {
+		st := b.open("staff-kitchen-"+dev.name, s.url(0)+"/staff/", dev.w, dev.h)
+		st.waitVisible("#login-form")
+		st.typeInto("#login-password", kitchenPassword)
+		st.click("#login-submit")
+		st.waitFor("the kitchen-role message", `(() => { const e = document.querySelector('#login-error'); return !e.hidden && e.textContent.includes('/kitchen/'); })()`, 10*time.Second)
+		if !st.eval(`!document.querySelector('#login').hidden && document.querySelector('#app').hidden`) {
+			t.Errorf("%s: the console opened for a kitchen login", dev.name)
+		}
+		st.checkLayout("kitchen password on the console " + dev.name)
+		st.screenshot("flow-staff-kitchen-password-" + dev.name)
+	}
+	k := b.open("kitchen-role", s.url(1)+"/kitchen/", tabletW, tabletH)
+	k.waitVisible("#login-form")
+	k.typeInto("#login-password", kitchenPassword)
+	k.click("#login-submit")
+	k.waitFor("the kitchen board", `document.querySelector('#login').hidden`, 10*time.Second)
+	k.screenshot("flow-kitchen-kitchen-role-tablet")
 }

@@ -329,6 +329,13 @@ function start() {
     try {
       await api.login($('#login-password').value);
       $('#login-password').value = '';
+      if (api.role() === 'kitchen') {
+        // A kitchen login cannot run the console (every call would be
+        // 403 FORBIDDEN_ROLE): say where it belongs.
+        await api.logout();
+        setError('#login-error', T.t('staff.login.kitchenRole'));
+        return;
+      }
       showApp();
     } catch (e) {
       setError('#login-error', e.message || T.t('login.failed'));
