@@ -55,7 +55,7 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 	kvc := s.node.KV()
 	reject := func(status int, reason string, waitMs int64) (Result, bool, func()) {
 		s.rejections.add(cmd.SessionID, reason)
-		return Result{Status: status, Reason: reason, RetryAfterMs: waitMs}, true, nil
+		return Result{Status: status, Reason: reason, RetryAfterMs: waitMs}, true, func() {}
 	}
 	// Rows 5–6 first: a key whose result is committed replays it (or is a
 	// reuse with another cart) — never a window's refusal.
@@ -70,7 +70,7 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 			b, err := json.Marshal(body)
 			if err == nil {
 				s.rejections.add(cmd.SessionID, "IDEMPOTENT_REPLAY")
-				return Result{Status: http.StatusOK, Replay: true, Body: b}, true, nil
+				return Result{Status: http.StatusOK, Replay: true, Body: b}, true, func() {}
 			}
 		}
 		return Result{}, false, func() {} // let Apply decide
