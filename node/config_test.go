@@ -27,6 +27,9 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("example config: %v", err)
 	}
+	if cfg.HTTPSAddr != "192.168.1.10:8443" || cfg.HTTP.AllowPlainStaff || cfg.Peers[0].HTTPSAddr == "" || cfg.Staff.KitchenTokenTTL.Hours() != 18 {
+		t.Errorf("HTTPS settings: %q plain %v peer %q kitchen ttl %v", cfg.HTTPSAddr, cfg.HTTP.AllowPlainStaff, cfg.Peers[0].HTTPSAddr, cfg.Staff.KitchenTokenTTL)
+	}
 	if cfg.Admission.Cooldown.Seconds() != 3 || len(cfg.Peers) != 3 {
 		t.Fatalf("unexpected values: %+v", cfg.Admission)
 	}
