@@ -37,6 +37,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil || perr != nil || port < 1 || port+*count+1000 > 65535 {
 		return usageError{"--listen must be HOST:PORT"}
 	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		// The demo serves staff over plain HTTP with a known password:
+		// fine on one laptop, not on a network anyone can join.
+		fmt.Fprintf(stderr, "WARNING: demo listening on %s: anyone on this network can reach the staff console over plain HTTP", host)
+		if *password == "demo" {
+			fmt.Fprint(stderr, " with the password \"demo\"")
+		}
+		fmt.Fprintln(stderr, ". Use --listen 127.0.0.1:8080, or `masterorder init` for a real store.")
+	}
 	dir := *dataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "masterorder-demo-"); err != nil {
@@ -131,6 +140,8 @@ func demoConfigs(dir, host string, port, count int) ([]node.Config, error) {
 		}
 		c := node.Defaults()
 		c.NodeID, c.ShopID, c.Demo = p.ID, "demo", true
+		// The demo runs on one machine over plain HTTP, staff included.
+		c.HTTP.AllowPlainStaff = true
 		c.DataDir = filepath.Join(dir, "data-"+p.ID)
 		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
 		c.Peers = peers

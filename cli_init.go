@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -18,8 +20,12 @@ import (
 )
 
 type initNode struct {
-	id, host, httpPort, raftPort string
+	id, host, httpPort, raftPort, httpsPort string
 }
+
+// httpsPortOffset puts a box's HTTPS port next to its HTTP port
+// (8080 → 8443) unless --nodes names one: ID=HOST:HTTP:RAFT:HTTPS.
+const httpsPortOffset = 363
 
 func parseInitNodes(spec string) ([]initNode, error) {
 	var out []initNode
@@ -27,14 +33,21 @@ func parseInitNodes(spec string) ([]initNode, error) {
 	for _, part := range strings.Split(spec, ",") {
 		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
 		fields := strings.Split(addr, ":")
-		if !ok || len(fields) != 3 {
-			return nil, usageError{fmt.Sprintf("--nodes: %q is not ID=HOST:HTTPPORT:RAFTPORT", part)}
+		if !ok || (len(fields) != 3 && len(fields) != 4) {
+			return nil, usageError{fmt.Sprintf("--nodes: %q is not ID=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT]", part)}
+		}
+		if len(fields) == 3 {
+			p, err := strconv.Atoi(fields[1])
+			if err != nil || p < 1 || p+httpsPortOffset > 65535 {
+				return nil, usageError{fmt.Sprintf("--nodes: %q: bad HTTP port", part)}
+			}
+			fields = append(fields, strconv.Itoa(p+httpsPortOffset))
 		}
 		if err := pki.ValidateNodeID(id); err != nil || seen[id] {
 			return nil, usageError{fmt.Sprintf("--nodes: bad or repeated node id %q", id)}
 		}
 		seen[id] = true
-		out = append(out, initNode{id: id, host: fields[0], httpPort: fields[1], raftPort: fields[2]})
+		out = append(out, initNode{id: id, host: fields[0], httpPort: fields[1], raftPort: fields[2], httpsPort: fields[3]})
 	}
 	return out, nil
 }
@@ -49,12 +62,67 @@ type initConfig struct {
 	RaftAddr      string      `toml:"raft_addr"`
 	ClusterSecret string      `toml:"cluster_secret"`
 	Join          bool        `toml:"join,omitempty"`
+	HTTPSAddr     string      `toml:"https_addr,omitempty"`
+	PublicURL     string      `toml:"public_url,omitempty"`
 	Peers         []node.Peer `toml:"peers"`
-	Staff         struct {
-		PasswordHash string `toml:"password_hash"`
-		TokenSecret  string `toml:"token_secret"`
+	HTTP          struct {
+		AllowPlainStaff bool `toml:"allow_plain_staff"`
+	} `toml:"http"`
+	Staff struct {
+		PasswordHash        string `toml:"password_hash"`
+		TokenSecret         string `toml:"token_secret"`
+		KitchenPasswordHash string `toml:"kitchen_password_hash"`
 	} `toml:"staff"`
 	TLS node.TLSConfig `toml:"tls"`
+}
+
+// boxTLS names a box's files in tlsDir; the HTTPS pair only when it serves
+// HTTPS.
+func boxTLS(tlsDir, id string, https bool) node.TLSConfig {
+	t := node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, id), KeyFile: pki.NodeKeyFile(tlsDir, id)}
+	if https {
+		t.HTTPSCertFile, t.HTTPSKeyFile = pki.HTTPSCertFile(tlsDir, id), pki.HTTPSKeyFile(tlsDir, id)
+	}
+	return t
+}
+
+// issueBox writes a box's cluster certificate and, unless plain, its HTTPS
+// certificate naming its host and the public URL's host.
+func issueBox(ca *pki.CA, tlsDir string, n initNode, publicURL string, plain bool) error {
+	cert, key, err := ca.IssueNode(n.id, []string{n.host}, 0)
+	if err != nil {
+		return fmt.Errorf("issue certificate for %s: %w", n.id, err)
+	}
+	if err := pki.WriteNodeFiles(tlsDir, n.id, cert, key); err != nil {
+		return fmt.Errorf("write certificate for %s: %w", n.id, err)
+	}
+	if plain {
+		return nil
+	}
+	hosts := []string{n.host, "localhost", "127.0.0.1"}
+	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	}
+	cert, key, err = ca.IssueHTTPS(n.id, hosts)
+	if err != nil {
+		return fmt.Errorf("issue HTTPS certificate for %s: %w", n.id, err)
+	}
+	return pki.WriteHTTPSFiles(tlsDir, n.id, cert, key)
+}
+
+// staffPassword hashes a given password after the strength check, or
+// makes a random one (printed by the caller).
+func staffPassword(flagName, pw string) (hash, plain string, printed bool, err error) {
+	if pw == "" {
+		pw, printed = staffauth.NewSecret()[:16], true
+	} else if err := staffauth.CheckStrength(pw); err != nil {
+		return "", "", false, usageError{flagName + ": " + strings.TrimPrefix(err.Error(), "staffauth: ") + " (a guest on the Wi-Fi would guess it)"}
+	}
+	hash, err = staffauth.HashPassword(pw)
+	if err != nil {
+		return "", "", false, usageError{flagName + ": " + err.Error()}
+	}
+	return hash, pw, printed, nil
 }
 
 func cmdInit(args []string, stdout, stderr io.Writer) error {
@@ -63,12 +131,22 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	shop := fs.String("shop-id", "", "shop id ([A-Za-z0-9_-])")
 	nodesSpec := fs.String("nodes", "", "a=HOST:HTTPPORT:RAFTPORT,b=…")
 	out := fs.String("out", "", "output directory")
-	password := fs.String("staff-password", "", "staff password (random if empty)")
+	password := fs.String("staff-password", "", "manager password (random if empty; at least 10 characters, not a common word)")
+	kitchenPassword := fs.String("kitchen-password", "", "kitchen screens' password (random if empty)")
+	plainHTTP := fs.Bool("plain-http", false, "no HTTPS listener; staff and kitchen over plain HTTP (labs only)")
+	publicURL := fs.String("public-url", "", "the one address guests are given (QR codes); its host goes into the HTTPS certificates")
 	force := fs.Bool("force", false, "overwrite existing configs")
 	systemd := fs.Bool("systemd", false, "write configs for the box layout ("+boxEtc+", "+boxDataDir+") and a systemd unit per node")
 	addNode := fs.String("add-node", "", "ID=HOST:HTTPPORT:RAFTPORT: a config and certificate for a box joining the cluster in --out")
+	renew := fs.Bool("renew-https", false, "issue fresh HTTPS certificates for every box config in --out (they last 800 days)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	if *renew {
+		if *out == "" {
+			return usageError{"init --renew-https needs --out (the directory init wrote)"}
+		}
+		return renewHTTPS(*out, stdout)
 	}
 	if *addNode != "" {
 		if *out == "" {
@@ -98,15 +176,16 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	pw := *password
-	printed := false
-	if pw == "" {
-		pw = staffauth.NewSecret()[:16]
-		printed = true
+	if *password != "" && *password == *kitchenPassword {
+		return usageError{"--kitchen-password must differ from --staff-password (a kitchen login would be a manager login)"}
 	}
-	hash, err := staffauth.HashPassword(pw)
+	hash, pw, printed, err := staffPassword("--staff-password", *password)
 	if err != nil {
-		return usageError{"--staff-password: " + err.Error()}
+		return err
+	}
+	kitchenHash, kpw, kprinted, err := staffPassword("--kitchen-password", *kitchenPassword)
+	if err != nil {
+		return err
 	}
 	ca, err := pki.NewCA("MasterOrder "+*shop, 0)
 	if err != nil {
@@ -116,23 +195,28 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	if err := ca.WriteFiles(tlsDir); err != nil {
 		return fmt.Errorf("write cluster CA: %w", err)
 	}
+	// The certificate staff tablets and kitchen screens install once.
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM(), 0o644); err != nil {
+		return fmt.Errorf("write ca.crt: %w", err)
+	}
 	var peers []node.Peer
 	for _, n := range nodes {
-		peers = append(peers, node.Peer{ID: n.id, HTTPAddr: net.JoinHostPort(n.host, n.httpPort), RaftAddr: net.JoinHostPort(n.host, n.raftPort)})
+		p := node.Peer{ID: n.id, HTTPAddr: net.JoinHostPort(n.host, n.httpPort), RaftAddr: net.JoinHostPort(n.host, n.raftPort)}
+		if !*plainHTTP {
+			p.HTTPSAddr = net.JoinHostPort(n.host, n.httpsPort)
+		}
+		peers = append(peers, p)
 	}
 	clusterSecret, tokenSecret := staffauth.NewSecret(), staffauth.NewSecret()
 	for i, n := range nodes {
-		cert, key, err := ca.IssueNode(n.id, []string{n.host}, 0)
-		if err != nil {
-			return fmt.Errorf("issue certificate for %s: %w", n.id, err)
-		}
-		if err := pki.WriteNodeFiles(tlsDir, n.id, cert, key); err != nil {
-			return fmt.Errorf("write certificate for %s: %w", n.id, err)
+		if err := issueBox(ca, tlsDir, n, *publicURL, *plainHTTP); err != nil {
+			return err
 		}
 		c := initConfig{NodeID: n.id, ShopID: *shop, DataDir: filepath.Join(dir, "data-"+n.id),
-			HTTPAddr: peers[i].HTTPAddr, RaftAddr: peers[i].RaftAddr, ClusterSecret: clusterSecret, Peers: peers,
-			TLS: node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, n.id), KeyFile: pki.NodeKeyFile(tlsDir, n.id)}}
-		c.Staff.PasswordHash, c.Staff.TokenSecret = hash, tokenSecret
+			HTTPAddr: peers[i].HTTPAddr, RaftAddr: peers[i].RaftAddr, HTTPSAddr: peers[i].HTTPSAddr, PublicURL: *publicURL,
+			ClusterSecret: clusterSecret, Peers: peers, TLS: boxTLS(tlsDir, n.id, !*plainHTTP)}
+		c.HTTP.AllowPlainStaff = *plainHTTP
+		c.Staff.PasswordHash, c.Staff.TokenSecret, c.Staff.KitchenPasswordHash = hash, tokenSecret, kitchenHash
 		if *systemd {
 			boxPaths(&c, n.id)
 			if err := writeSystemdUnit(dir, n.id, c.HTTPAddr); err != nil {
@@ -163,8 +247,49 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	if *systemd {
 		fmt.Fprintf(stdout, "keep tls/ca-key.pem off the boxes (init --add-node needs it for a replacement box)\n")
 	}
+	if !*plainHTTP {
+		fmt.Fprintf(stdout, "install %s once on every staff tablet and kitchen screen (README: \"Staff over HTTPS\"); staff use https://HOST:%s/staff/\n",
+			filepath.Join(dir, "ca.crt"), nodes[0].httpsPort)
+	}
 	if printed {
 		fmt.Fprintf(stdout, "staff password: %s\n", pw)
 	}
+	if kprinted {
+		fmt.Fprintf(stdout, "kitchen password: %s\n", kpw)
+	}
+	return nil
+}
+
+// renewHTTPS re-issues each box's HTTPS certificate (same names: its
+// https_addr host and public_url's host) under the cluster CA in DIR/tls.
+// Copy the new tls/ID-https*.pem to each box and restart it.
+func renewHTTPS(dir string, stdout io.Writer) error {
+	tlsDir := filepath.Join(dir, "tls")
+	ca, err := pki.LoadCAFiles(tlsDir)
+	if err != nil {
+		return usageError{"--renew-https needs the cluster CA that init wrote in " + tlsDir + ": " + err.Error()}
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	if err != nil {
+		return err
+	}
+	renewed := 0
+	for _, p := range paths {
+		c, err := node.LoadConfig(p)
+		if err != nil || c.HTTPSAddr == "" {
+			continue
+		}
+		host, _, _ := net.SplitHostPort(c.HTTPSAddr)
+		n := initNode{id: c.NodeID, host: host}
+		if err := issueBox(ca, tlsDir, n, c.PublicURL, false); err != nil {
+			return err
+		}
+		renewed++
+		fmt.Fprintf(stdout, "  %s: %s\n", c.NodeID, pki.HTTPSCertFile(tlsDir, c.NodeID))
+	}
+	if renewed == 0 {
+		return usageError{"--renew-https: no box config with https_addr in " + dir}
+	}
+	fmt.Fprintf(stdout, "renewed %d HTTPS certificates; copy them to the boxes and restart each\n", renewed)
 	return nil
 }

@@ -303,7 +303,7 @@ const (
 func boxPaths(c *initConfig, id string) {
 	tls := filepath.Join(boxEtc, "tls")
 	c.DataDir = boxDataDir
-	c.TLS = node.TLSConfig{CAFile: pki.CAFile(tls), CertFile: pki.NodeCertFile(tls, id), KeyFile: pki.NodeKeyFile(tls, id)}
+	c.TLS = boxTLS(tls, id, c.HTTPSAddr != "")
 }
 
 // writeSystemdUnit writes DIR/masterorder-<id>.service.
@@ -320,7 +320,7 @@ func writeSystemdUnit(dir, id, httpAddr string) error {
 #   install -m 0755 masterorder %[2]s
 #   install -d -m 0750 -g %[5]s %[3]s %[3]s/tls
 #   install -m 0640 -g %[5]s %[1]s.toml %[3]s/%[1]s.toml
-#   install -m 0640 -g %[5]s tls/ca.pem tls/%[1]s.pem tls/%[1]s-key.pem %[3]s/tls/
+#   install -m 0640 -g %[5]s tls/ca.pem tls/%[1]s.pem tls/%[1]s-key.pem tls/%[1]s-https*.pem %[3]s/tls/
 #   install -m 0644 masterorder-%[1]s.service /etc/systemd/system/
 #   systemctl daemon-reload && systemctl enable --now masterorder-%[1]s
 # Logs: journalctl -u masterorder-%[1]s (JSON lines).
@@ -406,6 +406,10 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 		return usageError{fmt.Sprintf("%s exists (use --force to overwrite)", out)}
 	}
 	self := node.Peer{ID: nn.id, HTTPAddr: net.JoinHostPort(nn.host, nn.httpPort), RaftAddr: net.JoinHostPort(nn.host, nn.raftPort)}
+	plain := base.HTTPSAddr == "" // the new box serves what the others do
+	if !plain {
+		self.HTTPSAddr = net.JoinHostPort(nn.host, nn.httpsPort)
+	}
 	var peers []node.Peer
 	for _, p := range base.Peers {
 		if p.ID == nn.id {
@@ -415,17 +419,14 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 		peers = append(peers, p)
 	}
 	peers = append(peers, self)
-	cert, key, err := ca.IssueNode(nn.id, []string{nn.host}, 0)
-	if err != nil {
-		return fmt.Errorf("issue certificate for %s: %w", nn.id, err)
-	}
-	if err := pki.WriteNodeFiles(tlsDir, nn.id, cert, key); err != nil {
+	if err := issueBox(ca, tlsDir, nn, base.PublicURL, plain); err != nil {
 		return err
 	}
 	c := initConfig{NodeID: nn.id, ShopID: base.ShopID, DataDir: filepath.Join(dir, "data-"+nn.id), HTTPAddr: self.HTTPAddr,
-		RaftAddr: self.RaftAddr, ClusterSecret: base.ClusterSecret, Join: true, Peers: peers,
-		TLS: node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, nn.id), KeyFile: pki.NodeKeyFile(tlsDir, nn.id)}}
-	c.Staff.PasswordHash, c.Staff.TokenSecret = base.Staff.PasswordHash, base.Staff.TokenSecret
+		RaftAddr: self.RaftAddr, HTTPSAddr: self.HTTPSAddr, PublicURL: base.PublicURL, ClusterSecret: base.ClusterSecret, Join: true, Peers: peers,
+		TLS: boxTLS(tlsDir, nn.id, !plain)}
+	c.HTTP.AllowPlainStaff = base.HTTP.AllowPlainStaff
+	c.Staff.PasswordHash, c.Staff.TokenSecret, c.Staff.KitchenPasswordHash = base.Staff.PasswordHash, base.Staff.TokenSecret, base.Staff.KitchenPasswordHash
 	if systemd {
 		boxPaths(&c, nn.id)
 	}

@@ -37,6 +37,7 @@ usage:
   masterorder members add|remove|promote --url URL --id ID [...]   (masterorder members -h)
   masterorder backup --url URL --out FILE [--password PW]
   masterorder restore --in FILE --config node.toml
+  masterorder rotate-secrets --out DIR   (new cluster and token secrets; restart every box)
   masterorder version
 `
 
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
 		err = cmdRestore(rest, stdout, stderr)
+	case "rotate-secrets":
+		err = cmdRotateSecrets(rest, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "masterorder %s (commit %s, built %s)\n", version, commit, buildDate)
 		return 0

@@ -447,10 +447,7 @@ var _ kv.Applier = (*Node)(nil)
 
 // internalURL addresses a peer's internal channel on its raft port.
 func (n *Node) internalURL(raftAddr, path string) string {
-	if n.opts.ClientTLS != nil {
-		return "https://" + raftAddr + path
-	}
-	return "http://" + raftAddr + path
+	return "https://" + raftAddr + path
 }
 
 // cutOff reports that this node has heard from no leader for well over an

@@ -37,6 +37,8 @@ type Peer struct {
 	ID       string `toml:"id"`
 	RaftAddr string `toml:"raft_addr"`
 	HTTPAddr string `toml:"http_addr"`
+	// HTTPSAddr is the peer's HTTPS listener (staff and kitchen), if any.
+	HTTPSAddr string `toml:"https_addr,omitempty"`
 	// DialAddr, when set, is where this node dials the peer's raft_addr
 	// (a fault-injection proxy in tests); the cluster still knows raft_addr.
 	DialAddr string `toml:"dial_addr,omitempty"`
@@ -55,11 +57,15 @@ type Config struct {
 	// box) and never bootstraps one; peers lists the existing members and
 	// need not list this node. A leader adds it with the membership call.
 	Join bool `toml:"join"`
+	// HTTPSAddr serves staff and kitchen (and everything else) over TLS
+	// with this box's certificate from the cluster CA; empty = none.
+	HTTPSAddr string `toml:"https_addr"`
 	// PublicURL is the one address guests use (QR codes, guestUrl), e.g.
 	// "http://order.local:8080": a name the store's router resolves to
 	// every box, or a floating address. Empty: this box's own address.
 	PublicURL string `toml:"public_url,omitempty"`
 
+	HTTP      HTTPConfig      `toml:"http"`
 	Staff     StaffConfig     `toml:"staff"`
 	TLS       TLSConfig       `toml:"tls"`
 	Raft      RaftConfig      `toml:"raft"`
@@ -73,11 +79,25 @@ type Config struct {
 	Demo bool `toml:"-"`
 }
 
+// HTTPConfig restricts the plain-HTTP listener.
+type HTTPConfig struct {
+	// AllowPlainStaff serves staff and kitchen pages and APIs over plain
+	// HTTP too (the demo, labs). Off: plain HTTP carries the guest app and
+	// guest API only, so no password, token or PIN list crosses the
+	// guest Wi-Fi in clear.
+	AllowPlainStaff bool `toml:"allow_plain_staff"`
+}
+
 // StaffConfig holds staff authentication settings.
 type StaffConfig struct {
+	// PasswordHash is the manager's password (everything).
 	PasswordHash string   `toml:"password_hash"`
 	TokenSecret  string   `toml:"token_secret"`
 	TokenTTL     Duration `toml:"token_ttl"`
+	// KitchenPasswordHash is the kitchen screens' password (kitchen role:
+	// list, stream, order status, sold-out toggles); empty = no kitchen login.
+	KitchenPasswordHash string   `toml:"kitchen_password_hash"`
+	KitchenTokenTTL     Duration `toml:"kitchen_token_ttl"`
 }
 
 // TLSConfig names the cluster CA and this node's certificate.
@@ -85,6 +105,11 @@ type TLSConfig struct {
 	CAFile   string `toml:"ca_file"`
 	CertFile string `toml:"cert_file"`
 	KeyFile  string `toml:"key_file"`
+	// HTTPSCertFile/HTTPSKeyFile serve https_addr: a short-lived server
+	// certificate (tablets refuse server certificates valid for more than
+	// 825 days). Empty: cert_file and key_file.
+	HTTPSCertFile string `toml:"https_cert_file"`
+	HTTPSKeyFile  string `toml:"https_key_file"`
 }
 
 // Enabled reports whether mutual TLS is configured.
@@ -179,7 +204,7 @@ func Defaults() Config {
 			IdempotencyTTL:  Duration{60 * time.Minute},
 			CheckoutLockTTL: Duration{15 * time.Minute},
 		},
-		Staff:     StaffConfig{TokenTTL: Duration{12 * time.Hour}},
+		Staff:     StaffConfig{TokenTTL: Duration{12 * time.Hour}, KitchenTokenTTL: Duration{18 * time.Hour}},
 		Retention: RetentionConfig{AuditDays: 90, ArchiveDays: 400},
 	}
 }
@@ -237,6 +262,14 @@ func (c *Config) Validate() error {
 	if err := checkHostPort(c.RaftAddr); err != nil {
 		return bad("raft_addr", err.Error())
 	}
+	if c.HTTPSAddr != "" {
+		if err := checkHostPort(c.HTTPSAddr); err != nil {
+			return bad("https_addr", err.Error())
+		}
+		if c.HTTPSAddr == c.HTTPAddr || c.HTTPSAddr == c.RaftAddr {
+			return bad("https_addr", "must be a port of its own")
+		}
+	}
 	if c.PublicURL != "" {
 		if err := checkPublicURL(c.PublicURL); err != nil {
 			return bad("public_url", err.Error())
@@ -244,6 +277,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.ClusterSecret) < 16 {
 		return bad("cluster_secret", "must be at least 16 characters (masterorder init writes one)")
+	}
+	if placeholderSecret(c.ClusterSecret) {
+		return bad("cluster_secret", "is the example's placeholder: every copy of config.example.toml knows it (masterorder init writes a random one)")
 	}
 	if len(c.Peers) == 0 {
 		return bad("peers", "list every member, this node included")
@@ -284,8 +320,19 @@ func (c *Config) Validate() error {
 	if c.Staff.TokenTTL.Duration <= 0 {
 		return bad("staff.token_ttl", "must be positive")
 	}
-	if c.TLS.Enabled() && (c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
+	if c.Staff.KitchenTokenTTL.Duration <= 0 {
+		return bad("staff.kitchen_token_ttl", "must be positive")
+	}
+	// The raft port also carries forwarded writes: without mutual TLS any
+	// phone on the Wi-Fi could speak Raft to it. There is no plaintext mode.
+	if !c.TLS.Enabled() {
+		return bad("tls", "is required: the cluster port runs mutual TLS only (masterorder init writes ca_file, cert_file and key_file)")
+	}
+	if c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
 		return bad("tls", "ca_file, cert_file and key_file go together")
+	}
+	if (c.TLS.HTTPSCertFile == "") != (c.TLS.HTTPSKeyFile == "") {
+		return bad("tls.https_cert_file", "https_cert_file and https_key_file go together")
 	}
 	r := c.Raft
 	for name, d := range map[string]time.Duration{
@@ -355,6 +402,18 @@ func (c *Config) Validate() error {
 		return bad("log.format", "must be json or text")
 	}
 	return nil
+}
+
+// placeholderSecret reports a secret copied from documentation rather than
+// generated: the example's text, or anything that says "change me".
+func placeholderSecret(s string) bool {
+	l := strings.ToLower(s)
+	for _, p := range []string{"change-me", "changeme", "change_me", "placeholder", "example"} {
+		if strings.Contains(l, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func checkHostPort(s string) error {

@@ -27,6 +27,10 @@ http_addr = "192.168.1.11:8080"
 password_hash = "$2a$10$abcdefghijklmnopqrstuv"
 token_secret = "abababababababababababababababababababababababababababababababab"
 token_ttl = "12h"
+[tls]
+ca_file = "/etc/masterorder/tls/ca.pem"
+cert_file = "/etc/masterorder/tls/a.pem"
+key_file = "/etc/masterorder/tls/a-key.pem"
 [raft]
 election_timeout = "1s"
 [admission]

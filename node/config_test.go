@@ -15,9 +15,20 @@ func TestExampleConfigLoads(t *testing.T) {
 	// The example leaves the secrets empty on purpose; fill them to load.
 	s := strings.Replace(string(raw), `password_hash = ""`, `password_hash = "$2a$10$abcdefghijklmnopqrstuv"`, 1)
 	s = strings.Replace(s, `token_secret = ""`, `token_secret = "`+strings.Repeat("ab", 32)+`"`, 1)
+	// Its placeholder cluster secret and empty [tls] are refused as shipped.
+	if _, err := ParseConfig([]byte(s)); err == nil {
+		t.Fatal("the example config loads with its placeholder secret and no TLS")
+	}
+	s = strings.Replace(s, `cluster_secret = "change-me-to-a-long-random-string"`, `cluster_secret = "`+strings.Repeat("cd", 16)+`"`, 1)
+	s = strings.Replace(s, `ca_file = ""`, `ca_file = "/etc/masterorder/tls/ca.pem"`, 1)
+	s = strings.Replace(s, `cert_file = ""`, `cert_file = "/etc/masterorder/tls/a.pem"`, 1)
+	s = strings.Replace(s, `key_file = ""`, `key_file = "/etc/masterorder/tls/a-key.pem"`, 1)
 	cfg, err := ParseConfig([]byte(s))
 	if err != nil {
 		t.Fatalf("example config: %v", err)
+	}
+	if cfg.HTTPSAddr != "192.168.1.10:8443" || cfg.HTTP.AllowPlainStaff || cfg.Peers[0].HTTPSAddr == "" || cfg.Staff.KitchenTokenTTL.Hours() != 18 {
+		t.Errorf("HTTPS settings: %q plain %v peer %q kitchen ttl %v", cfg.HTTPSAddr, cfg.HTTP.AllowPlainStaff, cfg.Peers[0].HTTPSAddr, cfg.Staff.KitchenTokenTTL)
 	}
 	if cfg.Admission.Cooldown.Seconds() != 3 || len(cfg.Peers) != 3 {
 		t.Fatalf("unexpected values: %+v", cfg.Admission)
@@ -37,6 +48,10 @@ http_addr = "127.0.0.1:8080"
 [staff]
 password_hash = "x"
 token_secret = "` + strings.Repeat("ab", 32) + `"
+[tls]
+ca_file = "/etc/tls/ca.pem"
+cert_file = "/etc/tls/a.pem"
+key_file = "/etc/tls/a-key.pem"
 `
 	if _, err := ParseConfig([]byte(base)); err != nil {
 		t.Fatalf("base config: %v", err)
@@ -48,11 +63,15 @@ token_secret = "` + strings.Repeat("ab", 32) + `"
 		"bogus":               base + "bogus = 1\n",
 		"peers":               strings.Replace(base, `id = "a"`, `id = "z"`, 1),
 		"staff.password_hash": strings.Replace(base, `password_hash = "x"`, `password_hash = ""`, 1),
+		// TLS fails closed: no [tls], half a [tls], a documented secret.
+		"tls":            base[:strings.Index(base, "[tls]")],
+		"tls ":           strings.Replace(base, `key_file = "/etc/tls/a-key.pem"`, ``, 1),
+		"cluster_secret": strings.Replace(base, `cluster_secret = "0123456789abcdef0123"`, `cluster_secret = "change-me-to-a-long-random-string"`, 1),
 	}
 	for setting, raw := range cases {
 		_, err := ParseConfig([]byte(raw))
 		var ce *ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(ce.Setting, setting) {
+		if !errors.As(err, &ce) || !strings.Contains(ce.Setting, strings.TrimSpace(setting)) {
 			t.Errorf("%s: got %v", setting, err)
 		}
 	}

@@ -104,7 +104,8 @@ func newEcho(n *Node) *echo.Echo {
 	}}))
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
 	e.Use(bodyDeadline)
-	e.Use(securityHeaders)
+	e.Use(n.securityHeaders)
+	e.Use(n.plainHTTPGuard)
 	e.Use(n.cors())
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", n.handleReady)
@@ -150,16 +151,50 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 // securityHeaders: the web apps load nothing from elsewhere and run no
-// inline script, so a guest on the same Wi-Fi cannot inject or frame them.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// inline script, so a guest on the same Wi-Fi cannot inject or frame them;
+// they may call only this box and the other members (failover), not any
+// origin an injected script would like to send data to.
+func (n *Node) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' http: https:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' "+
+			strings.Join(n.peerOrigins(), " ")+"; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		return next(c)
 	}
+}
+
+// peerOrigins are the members' web origins (HTTP and HTTPS), for CSP.
+func (n *Node) peerOrigins() []string {
+	var out []string
+	add := func(scheme, addr string) {
+		if addr == "" {
+			return
+		}
+		addrs := []string{addr}
+		if host, port, ok := strings.Cut(addr, ":"); ok && (host == "127.0.0.1" || host == "localhost") {
+			addrs = []string{"localhost:" + port, "127.0.0.1:" + port} // as cors()
+		}
+		for _, a := range addrs {
+			if !slices.Contains(out, scheme+a) {
+				out = append(out, scheme+a)
+			}
+		}
+	}
+	for _, p := range n.cfg.Peers {
+		add("http://", p.HTTPAddr)
+		add("https://", p.HTTPSAddr)
+	}
+	if r := n.raftRef.Load(); r != nil {
+		if f := r.GetConfiguration(); f.Error() == nil {
+			for _, srv := range f.Configuration().Servers {
+				add("http://", n.MemberHTTP(string(srv.ID)))
+			}
+		}
+	}
+	return out
 }
 
 // cors lets the web apps served by one box call the others (order-sdk.js
@@ -173,6 +208,9 @@ func (n *Node) cors() echo.MiddlewareFunc {
 	}
 	for _, p := range n.cfg.Peers {
 		origins = append(origins, "http://"+p.HTTPAddr)
+		if p.HTTPSAddr != "" {
+			origins = append(origins, "https://"+p.HTTPSAddr)
+		}
 		if host, port, ok := strings.Cut(p.HTTPAddr, ":"); ok && (host == "127.0.0.1" || host == "localhost") {
 			origins = append(origins, "http://localhost:"+port, "http://127.0.0.1:"+port)
 		}
@@ -183,8 +221,8 @@ func (n *Node) cors() echo.MiddlewareFunc {
 			return slices.Contains(origins, origin) || n.memberOrigin(origin), nil
 		},
 		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
-		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
-		ExposeHeaders: []string{"Retry-After", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed", StaleHeader},
+		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-Session-Credential", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
+		ExposeHeaders: []string{"Retry-After", "X-Session-Credential", "X-MasterOrder-Idempotent-Replay", "Idempotent-Replayed", StaleHeader},
 		MaxAge:        600,
 	})
 }
@@ -253,6 +291,7 @@ type MemberStatus struct {
 	ID        string `json:"id"`
 	RaftAddr  string `json:"raftAddr"`
 	HTTPAddr  string `json:"httpAddr"`
+	HTTPSAddr string `json:"httpsAddr,omitempty"`
 	Suffrage  string `json:"suffrage"`
 	Reachable bool   `json:"reachable"`
 }
@@ -301,7 +340,7 @@ func (n *Node) Status() Status {
 			if srv.Suffrage != raft.Voter {
 				suffrage = "nonvoter"
 			}
-			s.Nodes = append(s.Nodes, MemberStatus{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.MemberHTTP(id),
+			s.Nodes = append(s.Nodes, MemberStatus{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.MemberHTTP(id), HTTPSAddr: n.memberHTTPS(id),
 				Suffrage: suffrage, Reachable: id == n.cfg.NodeID || n.probe.reachable(id)})
 		}
 	}
@@ -330,6 +369,9 @@ func (n *Node) handleStatus(c echo.Context) error {
 	if err != nil && !errors.Is(err, ErrHalted) {
 		return n.FailErr(c, err)
 	}
+	if !n.privileged(c.Request()) {
+		return c.JSON(http.StatusOK, n.guestStatus())
+	}
 	s := n.Status()
 	// A halted node still tells what it knows: that is what status is for.
 	s.Stale = stale || err != nil
@@ -344,6 +386,19 @@ func (n *Node) MemberHTTP(id string) string {
 	}
 	if e, ok, _ := n.kv.Get("member:" + id); ok {
 		return string(e.Value)
+	}
+	return ""
+}
+
+// memberHTTPS is a member's HTTPS address when the config knows it.
+func (n *Node) memberHTTPS(id string) string {
+	if id == n.cfg.NodeID {
+		return n.cfg.HTTPSAddr
+	}
+	for _, p := range n.cfg.Peers {
+		if p.ID == id {
+			return p.HTTPSAddr
+		}
 	}
 	return ""
 }

@@ -226,6 +226,9 @@ func (n *Node) applyMembers(ctx context.Context, op memberOp) error {
 		return membershipRaftErr(err)
 	}
 	n.log.Info("membership changed", "op", op.Op, "member", op.ID, "raftAddr", op.RaftAddr, "voter", op.Voter, "index", f.Index())
+	if op.Op == "remove" {
+		n.denyRemoved(ctx, op.ID)
+	}
 	if _, known, _ := n.kv.Get(memberKeyPrefix + op.ID); op.Op == "remove" && known {
 		// Tidy: the address of a removed member is of no more use. The
 		// change is done either way.

@@ -100,7 +100,7 @@ func (f promFactory) gauge(name, help string) prometheus.Gauge {
 func (n *Node) initMetrics() {
 	n.metrics = newNodeMetrics(n)
 	h := promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{Registry: n.metrics.reg})
-	n.echo.GET("/metrics", echo.WrapHandler(h))
+	n.echo.GET("/metrics", echo.WrapHandler(h), n.staffOnly)
 }
 
 // Metrics is the node's Prometheus registry; the domain registers its

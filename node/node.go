@@ -39,7 +39,7 @@ type Options struct {
 	// depends on it.
 	WallClock func() time.Time
 	// ServerTLS/ClientTLS secure the Raft port (Raft and the internal
-	// channel) with mutual TLS; nil means plain TCP.
+	// channel) with mutual TLS; nil means load them from the config's [tls].
 	ServerTLS *tls.Config
 	ClientTLS *tls.Config
 	// PeerIdleTimeout closes unused connections to the other boxes
@@ -66,6 +66,7 @@ type Node struct {
 	peerHTTP      *http.Client
 	echo          *echo.Echo
 	httpLn        net.Listener
+	https         *http.Server // nil without https_addr
 	kv            kv.Client
 	clock         leaderClock
 	ready         atomic.Bool // leader: barrier done and clock set
@@ -74,10 +75,13 @@ type Node struct {
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
+	serials       peerSerials               // certificate serials seen per member (peercheck.go)
+	raftRef       atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
 	metrics       *nodeMetrics
 
 	extrasMu    sync.Mutex
 	cloudStatus func() any
+	staffCheck  func(r *http.Request) bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -94,7 +98,11 @@ func New(cfg Config, opts Options) (*Node, error) {
 		opts.WallClock = time.Now
 	}
 	log := opts.Logger.With("node", cfg.NodeID)
-	if cfg.TLS.Enabled() && opts.ServerTLS == nil {
+	if opts.ServerTLS == nil || opts.ClientTLS == nil {
+		// No plaintext Raft port: it would take commands from any phone.
+		if !cfg.TLS.Enabled() {
+			return nil, &ConfigError{Setting: "tls", Problem: "is required: the cluster port runs mutual TLS only"}
+		}
 		srv, cli, err := pki.LoadMutualTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
 			return nil, &ConfigError{Setting: "tls", Problem: err.Error()}
@@ -121,6 +129,9 @@ func New(cfg Config, opts Options) (*Node, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
 	n.kv = kv.Client{A: n, V: n}
+	// Both ends of every cluster connection check the peer's node id
+	// against the membership and the deny-list (peercheck.go).
+	n.opts.ServerTLS, n.opts.ClientTLS = n.withPeerCheck(n.opts.ServerTLS), n.withPeerCheck(n.opts.ClientTLS)
 	n.AddLeaderWorker("expire", n.expireWorker)
 	n.echo = newEcho(n)
 	n.initMetrics()
@@ -162,7 +173,14 @@ func (n *Node) Start() error {
 		n.Stop()
 		return fmt.Errorf("listen http_addr %s: %w", n.cfg.HTTPAddr, err)
 	}
+	ln = limitConns(ln, MaxConnsPerAddr)
 	n.httpLn = ln
+	if err := n.startHTTPS(); err != nil {
+		ln.Close()
+		n.httpLn = nil
+		n.Stop()
+		return err
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -220,31 +238,20 @@ func (n *Node) startRaft() error {
 			dials[p.ID] = p.DialAddr
 		}
 	}
-	var stream raft.StreamLayer
-	var internalLn net.Listener
-	if n.opts.ServerTLS != nil {
-		// Mutual TLS: the handshake completes before anything reaches Raft
-		// or the internal channel; ALPN tells the two apart.
-		refusals := &logThrottle{window: time.Minute, burst: 20}
-		layer, httpL, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
-			tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
-				if ok, dropped := refusals.allow(time.Now()); ok {
-					n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
-				}
-			}))
-		if err != nil {
-			return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
-		}
-		stream, internalLn, n.closeRaftPort = layer, httpL, func() { layer.Close(); httpL.Close() }
-	} else {
-		base, err := net.Listen("tcp", cfg.RaftAddr)
-		if err != nil {
-			return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
-		}
-		mux := newConnMux(base)
-		stream = &streamLayer{chanListener: mux.raftL, advertise: advertise, dial: n.dialPeer}
-		internalLn, n.closeRaftPort = mux.httpL, func() { mux.Close() }
+	// Mutual TLS: the handshake completes before anything reaches Raft or
+	// the internal channel; ALPN tells the two apart.
+	refusals := &logThrottle{window: time.Minute, burst: 20}
+	layer, internalLn, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
+		tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
+			if ok, dropped := refusals.allow(time.Now()); ok {
+				n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
 	}
+	stream := raft.StreamLayer(layer)
+	n.closeRaftPort = func() { layer.Close(); internalLn.Close() }
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: &addressProvider{dial: dials},
 		Stream:                stream,
@@ -291,6 +298,7 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	n.raftRef.Store(r)
 	// Serve the internal channel only now: its handlers use n.raft (a
 	// peer's read-index call can arrive the moment the port is open).
 	n.wg.Add(1)
@@ -355,11 +363,6 @@ func (n *Node) needRestore(snaps raft.SnapshotStore, logs raft.LogStore) (bool, 
 	return len(list) > 0, nil
 }
 
-func (n *Node) dialPeer(addr string, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	return d.Dial("tcp", addr)
-}
-
 // dialInternal dials the internal channel of a peer; the URL host is the
 // peer's canonical raft address, mapped through dial_addr when set.
 func (n *Node) dialInternal(ctx context.Context, _, addr string) (net.Conn, error) {
@@ -383,6 +386,11 @@ func (n *Node) Stop() {
 				// Streams still running (kitchen screens, a backup
 				// reader): cut their connections rather than wait.
 				n.echo.Close()
+			}
+			if n.https != nil {
+				if err := n.https.Shutdown(ctx); err != nil {
+					n.https.Close()
+				}
 			}
 			cancel()
 		}
@@ -438,3 +446,6 @@ func trimNL(b []byte) []byte {
 	}
 	return b
 }
+
+// WallClock is this box's wall clock (never for anything replicated).
+func (n *Node) WallClock() time.Time { return n.opts.WallClock() }

@@ -99,7 +99,7 @@ func initProcCluster(t *testing.T) *procCluster {
 		spec = append(spec, fmt.Sprintf("%s=127.0.0.1:%d:%d", id, h, r))
 	}
 	out, err := exec.Command(pc.bin, "init", "--shop-id", "t", "--nodes", strings.Join(spec, ","),
-		"--out", pc.dir, "--staff-password", processPassword).CombinedOutput()
+		"--out", pc.dir, "--staff-password", processPassword, "--plain-http").CombinedOutput()
 	if err != nil {
 		t.Fatalf("masterorder init: %v\n%s", err, out)
 	}

@@ -353,13 +353,26 @@ func TestNodeFromAnotherCACannotJoin(t *testing.T) {
 	}
 }
 
-// Without TLS the port sniffs HTTP by its first byte; the cluster secret
-// still guards the internal channel.
-func TestInternalChannelNeedsSecretWithoutTLS(t *testing.T) {
+// secMemberClient speaks to the internal channel with node i's own cluster
+// certificate, as a member (or someone holding a member's files) would.
+func secMemberClient(t *testing.T, c *nodetest.Cluster, i int, timeout time.Duration) *http.Client {
+	t.Helper()
+	f := c.Configs[i].TLS
+	_, cli, err := pki.LoadMutualTLS(f.CAFile, f.CertFile, f.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.NextProtos = []string{"http/1.1"}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, TLSClientConfig: cli}}
+}
+
+// Even a holder of a cluster certificate needs the cluster secret on the
+// internal channel.
+func TestInternalChannelNeedsSecret(t *testing.T) {
 	c := nodetest.Start(t, 3, nil, nil, nil)
 	li, _ := c.WaitLeader(10 * time.Second)
 	addr := c.Configs[li].RaftAddr
-	hc := &http.Client{Timeout: 5 * time.Second}
+	hc := secMemberClient(t, c, (li+1)%3, 5*time.Second)
 	for _, secret := range []string{"", "wrong-secret-0123456789", c.Configs[li].ClusterSecret + "x"} {
 		for _, path := range []string{"/internal/apply", "/internal/readindex", "/internal/snapshot"} {
 			method := "GET"
@@ -367,7 +380,7 @@ func TestInternalChannelNeedsSecretWithoutTLS(t *testing.T) {
 				method = "POST"
 			}
 			body := append([]byte{byte(kv.CmdOp), 1, 0}, `{"op":"put","key":"pwned"}`...)
-			req, _ := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(body))
+			req, _ := http.NewRequest(method, "https://"+addr+path, bytes.NewReader(body))
 			if secret != "" {
 				req.Header.Set("X-MasterOrder-Cluster-Secret", secret)
 			}
@@ -398,7 +411,7 @@ func TestForwardedGarbageIsAnswered(t *testing.T) {
 	c := nodetest.Start(t, 3, nil, nil, nil)
 	li, leader := c.WaitLeader(10 * time.Second)
 	addr := c.Configs[li].RaftAddr
-	hc := &http.Client{Timeout: 10 * time.Second}
+	hc := secMemberClient(t, c, (li+1)%3, 10*time.Second)
 	bodies := [][]byte{
 		{},
 		{1},
@@ -411,7 +424,7 @@ func TestForwardedGarbageIsAnswered(t *testing.T) {
 		append([]byte{200, 1, byte(raftfsm.FlagIgnorable)}, "future"...),
 	}
 	for _, b := range bodies {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/internal/apply", bytes.NewReader(b))
+		req, _ := http.NewRequest("POST", "https://"+addr+"/internal/apply", bytes.NewReader(b))
 		req.Header.Set("X-MasterOrder-Cluster-Secret", c.Configs[li].ClusterSecret)
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -545,5 +558,87 @@ func TestRaftPortRefusalLogsStayBoundedAndOneLine(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Errorf("no refusal logged:\n%s", out)
+	}
+}
+
+// A box is removed (stolen, or dead and replaced): whoever holds its files
+// — cluster CA certificate, node certificate and key, cluster secret —
+// is refused on the Raft port and the internal channel of every remaining
+// member from the moment the removal commits, its certificate's serial is
+// on the replicated deny-list, and the cluster keeps committing.
+func TestRemovedMemberIsShutOut(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil, nil)
+	li, leader := c.WaitLeader(10 * time.Second)
+	v := (li + 1) % 3
+	victim := c.Configs[v]
+	hc := secMemberClient(t, c, v, 5*time.Second)
+	hc.Transport.(*http.Transport).DisableKeepAlives = true
+	readIndex := func(i int) (int, error) {
+		req, _ := http.NewRequest("GET", "https://"+c.Configs[i].RaftAddr+"/internal/readindex", nil)
+		req.Header.Set("X-MasterOrder-Cluster-Secret", victim.ClusterSecret)
+		res, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		res.Body.Close()
+		return res.StatusCode, nil
+	}
+	// Control: while a member, its certificate opens the internal channel.
+	if code, err := readIndex(li); err != nil || code != 200 {
+		t.Fatalf("member's readindex: %d %v", code, err)
+	}
+	c.StopNode(v)
+	secOnLeader(t, c, "remove "+victim.NodeID, func(*raft.Raft) error {
+		_, l := c.WaitLeader(10 * time.Second)
+		return l.RemoveMember(context.Background(), victim.NodeID)
+	})
+	_, leader = c.WaitLeader(10 * time.Second)
+	secWaitUntil(t, "deny-list entry on every member", 10*time.Second, func() bool {
+		for i, n := range c.Nodes {
+			if n == nil || i == v {
+				continue
+			}
+			if l, err := n.KV().List("denycert:", 10); err != nil || len(l) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	_, cli, err := pki.LoadMutualTLS(victim.TLS.CAFile, victim.TLS.CertFile, victim.TLS.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Configs {
+		if i == v {
+			continue
+		}
+		secWaitUntil(t, "removed member refused by "+c.Configs[i].NodeID, 10*time.Second, func() bool {
+			_, err := readIndex(i)
+			return err != nil
+		})
+		// The Raft side: the handshake (or the first read) fails.
+		rc := cli.Clone()
+		rc.NextProtos = []string{"masterorder-raft/1"}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", c.Configs[i].RaftAddr, rc)
+		if err == nil {
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			conn.Write(secRaftGarbage)
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		if err == nil {
+			t.Errorf("node %s answered the removed member on the raft port", c.Configs[i].NodeID)
+		}
+	}
+	secPut(t, leader, "after-removal")
+	for i, n := range c.Nodes {
+		if n != nil && i != v {
+			if _, ok, _ := n.KV().Get("after-removal"); !ok {
+				secWaitUntil(t, "commit on "+c.Configs[i].NodeID, 10*time.Second, func() bool {
+					_, ok, _ := n.KV().Get("after-removal")
+					return ok
+				})
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"masterorder/node"
@@ -27,8 +28,11 @@ func Attach(n *node.Node, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s.Routes(n.Echo())
+	// Full cluster status and /metrics are for staff (node/https.go).
+	n.SetStaffCheck(func(r *http.Request) bool { _, _, err := s.auth.Authenticate(r); return err == nil })
 	s.instrument()
 	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)
+	go s.rejectionFlusher()
 	return s, nil
 }
 

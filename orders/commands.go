@@ -82,6 +82,9 @@ func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8)
 	add(CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
 	add(CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
 	add(CmdCloudState, "orders.cloudState", applyCloudState)
+	add(CmdRejectionSummary, "orders.rejectionSummary", applyRejectionSummary)
+	add(CmdLoginFailure, "orders.loginFailure", applyLoginFailure)
+	add(CmdResetPIN, "orders.resetPIN", applyResetPIN)
 }
 
 // Staff requests the forwarding layer may commit twice (a retry after an
@@ -319,7 +322,10 @@ const (
 type pinFailureCmd struct {
 	SessionID string `json:"sessionId"`
 	Client    string `json:"client"` // client id, or the remote address
-	Node      string `json:"node"`
+	// Addr is the remote address, counted too so rotating client ids gains
+	// nothing ("" for loopback and in commands from older nodes).
+	Addr string `json:"addr,omitempty"`
+	Node string `json:"node"`
 }
 
 type pinFailureResult struct {
@@ -333,10 +339,7 @@ func applyPINFailure(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	}
 	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
 	locked := false
-	for _, scope := range []struct {
-		name, id string
-		limit    int
-	}{{"client", c.Client, pinClientLimit}, {"session", c.SessionID, pinSessionLimit}} {
+	for _, scope := range pinScopes(c.Client, c.Addr, c.SessionID) {
 		count, err := bumpCounter(t, keyPINFail(scope.name, scope.id), pinWindowMs)
 		if err != nil {
 			return nil, err

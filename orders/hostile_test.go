@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"masterorder/node"
+	"masterorder/node/nodetest"
 	"masterorder/node/pki"
 )
 
@@ -48,8 +52,17 @@ func hostileTLS(t *testing.T) func(int, *node.Config) {
 			t.Fatal(err)
 		}
 	}
+	// Every node also serves HTTPS: half the storm goes there.
+	https := map[string]string{}
+	for _, id := range []string{"a", "b", "c"} {
+		https[id] = fmt.Sprintf("127.0.0.1:%d", nodetest.FreePort(t))
+	}
 	return func(_ int, c *node.Config) {
 		c.TLS = node.TLSConfig{CAFile: pki.CAFile(dir), CertFile: pki.NodeCertFile(dir, c.NodeID), KeyFile: pki.NodeKeyFile(dir, c.NodeID)}
+		c.HTTPSAddr = https[c.NodeID]
+		for j := range c.Peers {
+			c.Peers[j].HTTPSAddr = https[c.Peers[j].ID]
+		}
 	}
 }
 
@@ -263,8 +276,20 @@ func TestHostileRequestsGetOnly4xx(t *testing.T) {
 		t.Fatalf("only %d hostile requests built", len(reqs))
 	}
 
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16},
+	caPEM, err := os.ReadFile(s.c.Configs[0].TLS.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, TLSClientConfig: &tls.Config{RootCAs: roots}},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base := func(k int) string {
+		if k%2 == 1 {
+			return "https://" + s.c.Configs[k%3].HTTPSAddr
+		}
+		return s.url(k % 3)
+	}
 	var mu sync.Mutex
 	counts := map[int]int{}
 	var failures []string
@@ -276,7 +301,7 @@ func TestHostileRequestsGetOnly4xx(t *testing.T) {
 			defer wg.Done()
 			for k := range jobs {
 				r := reqs[k]
-				status, body, err := hostileDo(client, s.url(k%3), r)
+				status, body, err := hostileDo(client, base(k), r)
 				mu.Lock()
 				counts[status]++
 				bad := ""

@@ -26,10 +26,10 @@ const (
 
 func (s *Service) clusterRoutes(e *echo.Echo) {
 	staff := s.auth.Middleware()
-	e.POST("/api/staff/cluster/members", s.addMember, staff)
-	e.DELETE("/api/staff/cluster/members/:id", s.removeMember, staff)
-	e.POST("/api/staff/cluster/members/:id/promote", s.promoteMember, staff)
-	e.GET("/api/staff/backup", s.backup, staff)
+	e.POST("/api/staff/cluster/members", s.addMember, staff, roleGuard)
+	e.DELETE("/api/staff/cluster/members/:id", s.removeMember, staff, roleGuard)
+	e.POST("/api/staff/cluster/members/:id/promote", s.promoteMember, staff, roleGuard)
+	e.GET("/api/staff/backup", s.backup, staff, roleGuard)
 }
 
 type addMemberReq struct {

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -45,23 +46,34 @@ func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
 	if !found {
 		return sess, false, s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
-	client := pinClient(c)
+	// A device that already entered the right PIN passes on its session
+	// credential, through any PIN lockout (pinguard.go).
+	if s.validCredential(sess, c.Request().Header.Get(headerCredential)) {
+		if sess.Status != store.SessionActive {
+			return sess, false, s.fail(c, http.StatusGone, "SESSION_CLOSED", 0, nil)
+		}
+		return sess, true, nil
+	}
+	client, addr := pinClient(c), pinAddr(c)
 	// Lockouts are cluster-wide and must hold against concurrent guesses
 	// on any node (pinguard.go).
 	s.pinCatchUp(c.Request().Context(), client, id)
-	if wait, locked := s.pinLocked(client, id); locked {
+	if wait, locked := s.pinLocked(client, addr, id); locked {
 		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", wait, nil)
 	}
 	if sess.Status != store.SessionActive {
 		return sess, false, s.fail(c, http.StatusGone, "SESSION_CLOSED", 0, nil)
 	}
-	right, wait, release := s.pinAttempt(client, id, c.Request().Header.Get("X-Session-PIN"), sess.PIN)
+	right, wait, release := s.pinAttempt(client, addr, id, c.Request().Header.Get("X-Session-PIN"), sess.PIN)
 	if wait > 0 {
 		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", wait, nil)
 	}
+	if right {
+		c.Response().Header().Set(headerCredential, s.sessionCredential(sess.SessionID, sess.PIN))
+	}
 	if !right {
 		defer release()
-		if _, err := s.propose(c, CmdPINFailure, pinFailureCmd{SessionID: id, Client: client, Node: s.cfg.NodeID}, false); err != nil {
+		if _, err := s.propose(c, CmdPINFailure, pinFailureCmd{SessionID: id, Client: client, Addr: addr, Node: s.cfg.NodeID}, false); err != nil {
 			return sess, false, s.failErr(c, err)
 		}
 		// Our replica counts this failure before the guard forgets it.
@@ -78,6 +90,16 @@ func pinClient(c echo.Context) string {
 		return id
 	}
 	return "addr-" + remoteHost(c)
+}
+
+// pinAddr is the remote address wrong PINs are also counted under; ""
+// for loopback (the box itself, a test's load generator).
+func pinAddr(c echo.Context) string {
+	h := remoteHost(c)
+	if ip := net.ParseIP(h); ip == nil || ip.IsLoopback() {
+		return ""
+	}
+	return "addr-" + h
 }
 
 func (s *Service) guestSession(c echo.Context) error {
@@ -198,11 +220,25 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 		Items: lines, Fingerprint: admission.Fingerprint(sessionID, lines), ExpectedTotal: req.ExpectedTotal,
 		AllowRepeat: req.AllowRepeat, CandidateID: randomOrderID(), Windows: s.windows(), Attempt: newRequestID(),
 	}
+	// Certain rejections and committed replays are answered from the local
+	// replica, so a guest cannot write to the log faster than the
+	// admission windows allow (preadmit.go).
+	refund := func() {}
+	if guest {
+		r, answered, rf := s.preAdmit(c.Request().Context(), cmd, remoteHost(c))
+		if answered {
+			return s.respond(c, r)
+		}
+		refund = rf
+	}
 	// A keyed order is idempotent: after a leader change the same command
 	// is proposed again and answers as the first time (same attempt),
 	// never a second order. A staff order's answer is the order object,
 	// from the command itself: a committed order never answers an error.
 	r, err := s.propose(c, CmdPlaceOrder, cmd, key != "")
+	if err == nil && r.Status == http.StatusOK && !r.Replay {
+		refund() // admitted orders are bounded by the burst window already
+	}
 	if err != nil {
 		return s.failErr(c, err)
 	}

@@ -52,32 +52,70 @@ func remoteHost(c echo.Context) string {
 
 func (s *Service) login(c echo.Context) error {
 	addr := remoteHost(c)
-	if ok, wait := s.limiter.Allow(addr); !ok {
-		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
-	}
 	var req struct {
 		Password *string `json:"password"`
 	}
 	if err := decodeStrict(c, &req); err != nil || req.Password == nil || len(*req.Password) > 200 {
 		return s.badBody(c, err, "INVALID_REQUEST")
 	}
-	if s.passwordHash == "" || !staffauth.CheckPassword(s.passwordHash, *req.Password) {
-		if locked, wait := s.limiter.Failure(addr); locked {
+	if wait, locked := s.loginLocked(staffauth.Key(addr)); locked {
+		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
+	}
+	// The attempt counts from here, before bcrypt runs (parallel guesses
+	// cannot all slip past the limit).
+	ok, wait, end := s.limiter.Begin(addr)
+	if !ok {
+		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
+	}
+	role, busy := s.checkStaffPassword(*req.Password)
+	if busy {
+		end(staffauth.Abandoned)
+		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", time.Second, nil)
+	}
+	if role == 0 {
+		end(staffauth.Failed)
+		s.recordLoginFailure(c.Request().Context(), staffauth.Key(addr))
+		if ok, wait := s.limiter.Allow(addr); !ok { // this failure locked the address
 			return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
 		}
 		return s.fail(c, http.StatusUnauthorized, "INVALID_PASSWORD", 0, nil)
 	}
-	s.limiter.Success(addr)
+	end(staffauth.Succeeded)
 	// Tokens expire on FSM time: catch up first so this node's clock is
 	// the cluster's.
 	if err := s.consistent(c.Request().Context()); err != nil {
 		return s.failErr(c, err)
 	}
-	token, _, expires := s.auth.Issuer().Issue()
+	ttl := s.cfg.Staff.TokenTTL.Duration
+	if role == staffauth.RoleKitchen {
+		ttl = s.cfg.Staff.KitchenTokenTTL.Duration
+	}
+	token, _, expires := s.auth.Issuer().IssueRole(role, ttl)
 	if err := s.auth.SetLoginCookies(c, token, expires); err != nil {
 		return s.failErr(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"token": token, "expiresAt": expires.UTC().Format(time.RFC3339)})
+	return c.JSON(http.StatusOK, map[string]any{"token": token, "role": role.String(), "expiresAt": expires.UTC().Format(time.RFC3339)})
+}
+
+// checkStaffPassword returns the role whose password this is (0: none);
+// busy when the node's bcrypt slots stayed full.
+func (s *Service) checkStaffPassword(pw string) (staffauth.Role, bool) {
+	for _, h := range []struct {
+		hash string
+		role staffauth.Role
+	}{{s.passwordHash, staffauth.RoleManager}, {s.kitchenHash, staffauth.RoleKitchen}} {
+		if h.hash == "" {
+			continue
+		}
+		match, busy := s.bcrypt.Check(h.hash, pw, loginBcryptWait)
+		if busy {
+			return 0, true
+		}
+		if match {
+			return h.role, false
+		}
+	}
+	return 0, false
 }
 
 func (s *Service) logout(c echo.Context) error {
@@ -167,6 +205,18 @@ func (s *Service) putMenu(c echo.Context) error {
 	if !ok {
 		return s.fail(c, http.StatusBadRequest, "INVALID_MENU_ITEM", 0, nil)
 	}
+	if isKitchen(c) {
+		// The kitchen toggles sold-out; names, prices and toppings are the
+		// manager's.
+		var cur store.MenuItem
+		var found bool
+		if err := s.query(func(db store.DB) (err error) { cur, found, err = store.GetMenuItem(db, menuID); return }); err != nil {
+			return s.failErr(c, err)
+		}
+		if !found || !sameExceptAvailable(cur, item) {
+			return staffauth.Forbid(c)
+		}
+	}
 	r, err := s.propose(c, CmdUpsertMenu, upsertMenuCmd{Item: item}, true)
 	if err != nil {
 		return s.failErr(c, err)
@@ -210,6 +260,11 @@ func (s *Service) putStock(c echo.Context) error {
 			return s.fail(c, http.StatusBadRequest, "INVALID_STOCK", 0, nil)
 		}
 		qty = &n
+	}
+	if isKitchen(c) && qty != nil && *qty != 0 {
+		// The kitchen marks sold out (0) or back (untracked); counting
+		// stock is the manager's.
+		return staffauth.Forbid(c)
 	}
 	// Idempotent by construction: the request id makes a second commit of
 	// this command (a forward retried after an unknown outcome) a no-op.

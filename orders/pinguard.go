@@ -2,10 +2,15 @@ package orders
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"sync"
 	"time"
+
+	"masterorder/orders/store"
 )
 
 // pinGuard keeps PIN lockouts honest against a phone that guesses fast.
@@ -51,6 +56,27 @@ func (s *Service) pinSuspect(client, sessionID string) bool {
 	return inFlight || s.pinCount(ck) > 0 || s.pinCount(sk) > 0
 }
 
+// pinScopes are the failure-counter scopes an attempt counts in: the
+// client (id or address), the session, and — so rotating client ids gains
+// a phone nothing — its remote address ("" for loopback: the box itself
+// or a test's load generator, never a phone).
+func pinScopes(client, addr, sessionID string) []struct {
+	name, id string
+	limit    int
+} {
+	out := []struct {
+		name, id string
+		limit    int
+	}{{"client", client, pinClientLimit}, {"session", sessionID, pinSessionLimit}}
+	if addr != "" {
+		out = append(out, struct {
+			name, id string
+			limit    int
+		}{"addr", addr, pinClientLimit})
+	}
+	return out
+}
+
 // pinCatchUp brings the replica up to the leader's commit index before a
 // PIN is judged. Without a quorum nothing new can commit, so after a short
 // wait the local replica is as good as any.
@@ -65,9 +91,9 @@ func (s *Service) pinCatchUp(ctx context.Context, client, sessionID string) {
 
 // pinLocked reports a live lockout of client or session and how long it
 // has left.
-func (s *Service) pinLocked(client, sessionID string) (time.Duration, bool) {
-	for _, k := range []string{keyPINLock("client", client), keyPINLock("session", sessionID)} {
-		if e, live, err := s.node.KV().Get(k); err == nil && live {
+func (s *Service) pinLocked(client, addr, sessionID string) (time.Duration, bool) {
+	for _, sc := range pinScopes(client, addr, sessionID) {
+		if e, live, err := s.node.KV().Get(keyPINLock(sc.name, sc.id)); err == nil && live {
 			return max(time.Duration(e.ExpiresAt-s.node.FSMNow())*time.Millisecond, time.Second), true
 		}
 	}
@@ -78,17 +104,19 @@ func (s *Service) pinLocked(client, sessionID string) (time.Duration, bool) {
 // one attempt at a time on this node. locked > 0: refuse with that
 // Retry-After. A wrong PIN is counted as pending at once; call release
 // when its failure is in this node's replica (or was not committed).
-func (s *Service) pinAttempt(client, sessionID, pin, want string) (right bool, locked time.Duration, release func()) {
-	ck, sk := keyPINFail("client", client), keyPINFail("session", sessionID)
+func (s *Service) pinAttempt(client, addr, sessionID, pin, want string) (right bool, locked time.Duration, release func()) {
+	scopes := pinScopes(client, addr, sessionID)
 	g := &s.pins
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if wait, ok := s.pinLocked(client, sessionID); ok {
+	if wait, ok := s.pinLocked(client, addr, sessionID); ok {
 		return false, wait, nil
 	}
-	if s.pinCount(ck)+g.pending[ck] >= pinClientLimit || s.pinCount(sk)+g.pending[sk] >= pinSessionLimit {
-		// The lock is being committed by failures in flight.
-		return false, pinLockDurationMs * time.Millisecond, nil
+	for _, sc := range scopes {
+		if k := keyPINFail(sc.name, sc.id); s.pinCount(k)+g.pending[k] >= sc.limit {
+			// The lock is being committed by failures in flight.
+			return false, pinLockDurationMs * time.Millisecond, nil
+		}
 	}
 	if subtle.ConstantTimeCompare([]byte(pin), []byte(want)) == 1 {
 		return true, 0, nil
@@ -96,18 +124,40 @@ func (s *Service) pinAttempt(client, sessionID, pin, want string) (right bool, l
 	if g.pending == nil {
 		g.pending = map[string]int{}
 	}
-	g.pending[ck]++
-	g.pending[sk]++
+	for _, sc := range scopes {
+		g.pending[keyPINFail(sc.name, sc.id)]++
+	}
 	var once sync.Once
 	return false, 0, func() {
 		once.Do(func() {
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			for _, k := range []string{ck, sk} {
+			for _, sc := range scopes {
+				k := keyPINFail(sc.name, sc.id)
 				if g.pending[k]--; g.pending[k] <= 0 {
 					delete(g.pending, k)
 				}
 			}
 		})
 	}
+}
+
+// A guest who entered the right PIN gets a session credential (answer
+// header X-Session-Credential) that its device sends from then on: it
+// opens the session without the PIN and through a PIN lockout, so fifty
+// wrong PINs from a stranger cannot lock the seated table out. It is an
+// HMAC of the session and its current PIN: a new PIN (staff "unlock
+// table") voids every credential of the old one.
+const headerCredential = "X-Session-Credential"
+
+func (s *Service) sessionCredential(sessionID, pin string) string {
+	m := hmac.New(sha256.New, s.guestKey)
+	m.Write([]byte(sessionID))
+	m.Write([]byte{0})
+	m.Write([]byte(pin))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (s *Service) validCredential(sess store.Session, cred string) bool {
+	return cred != "" && len(cred) <= 64 && hmac.Equal([]byte(cred), []byte(s.sessionCredential(sess.SessionID, sess.PIN)))
 }

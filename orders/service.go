@@ -2,7 +2,9 @@ package orders
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -30,11 +32,20 @@ type Service struct {
 	hub     *stream.Hub
 	auth    *staffauth.Auth
 	limiter *staffauth.LoginLimiter
-	syncer  *cloudsync.Syncer // nil unless [firestore] enabled
-	catalog catalog           // menu cache for validating carts
-	pins    pinGuard          // wrong PINs in flight on this node
-	// passwordHash is the staff password's bcrypt hash.
+	bcrypt  *staffauth.BcryptGate // bounds concurrent password checks
+	syncer  *cloudsync.Syncer     // nil unless [firestore] enabled
+	catalog catalog               // menu cache for validating carts
+	pins    pinGuard              // wrong PINs in flight on this node
+	// proposals caps guest order proposals per session and per address;
+	// rejections counts the orders answered before proposing (preadmit.go).
+	proposals  windowLimiter
+	rejections rejectionCounts
+	// passwordHash is the manager password's bcrypt hash, kitchenHash the
+	// kitchen password's ("" = no kitchen login).
 	passwordHash string
+	kitchenHash  string
+	// guestKey signs session credentials (pinguard.go).
+	guestKey []byte
 }
 
 // Options configure a Service.
@@ -50,14 +61,21 @@ func New(n *node.Node, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
 	}
-	s := &Service{node: n, cfg: cfg, limiter: staffauth.NewLoginLimiter(), passwordHash: cfg.Staff.PasswordHash}
+	s := &Service{node: n, cfg: cfg, limiter: staffauth.NewLoginLimiter(), passwordHash: cfg.Staff.PasswordHash, kitchenHash: cfg.Staff.KitchenPasswordHash,
+		proposals: windowLimiter{limit: proposalLimit, window: proposalWindow},
+		// Two comparisons at once: the boxes have four small cores and the
+		// order path needs them.
+		bcrypt: staffauth.NewBcryptGate(2), guestKey: guestKey(secret)}
 	if opts.StaffPasswordHash != "" {
 		s.passwordHash = opts.StaffPasswordHash
 	}
 	issuer := &staffauth.Issuer{Secret: secret, TTL: cfg.Staff.TokenTTL.Duration,
 		// Expiry is judged on FSM time, which every node agrees on even
 		// when their wall clocks do not.
-		Now: func() time.Time { return time.UnixMilli(n.FSMNow()) }}
+		Now: func() time.Time { return time.UnixMilli(n.FSMNow()) },
+		// ...and by the wall clock too when it is plausible: FSM time
+		// stands still while the store is powered off.
+		Wall: n.WallClock}
 	s.auth, err = staffauth.NewAuth(issuer, s.revoked)
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
@@ -66,6 +84,14 @@ func New(n *node.Node, opts Options) (*Service, error) {
 	n.FSM().SetListener(s.publish)
 	n.FSM().SetRestoreListener(s.hub.Reset)
 	return s, nil
+}
+
+// guestKey derives the session-credential key from the token secret (so
+// rotating secrets voids credentials too).
+func guestKey(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("masterorder guest session credential v1"))
+	return m.Sum(nil)
 }
 
 // Hub is the node's kitchen event hub.
@@ -97,7 +123,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	ui.Register(e)
 
 	e.POST("/api/staff/login", s.login)
-	staff := e.Group("/api/staff", s.auth.Middleware())
+	staff := e.Group("/api/staff", s.auth.Middleware(), roleGuard)
 	staff.POST("/logout", s.logout)
 	staff.GET("/menu", s.listMenu)
 	staff.PUT("/menu/:menuId", s.putMenu)
@@ -108,6 +134,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	staff.POST("/sessions/:id/checkout/begin", s.checkoutStep(CmdCheckoutBegin))
 	staff.POST("/sessions/:id/checkout/cancel", s.checkoutStep(CmdCheckoutCancel))
 	staff.POST("/sessions/:id/checkout", s.checkoutStep(CmdCheckout))
+	staff.POST("/sessions/:id/pin", s.resetPIN)
 	staff.POST("/orders", s.staffOrder)
 	staff.PATCH("/orders/:orderId", s.patchOrder)
 	staff.GET("/audit", s.listAudit)
@@ -115,9 +142,9 @@ func (s *Service) Routes(e *echo.Echo) {
 	staff.DELETE("/locks/:key", s.releaseLock)
 	staff.GET("/qr", ui.QRHandler)
 
-	kitchen := e.Group("/api/kitchen", s.auth.Middleware())
-	kitchen.GET("/orders", s.kitchenOrders)
-	kitchen.GET("/stream", s.kitchenStream)
+	// Only the stream takes ?token= (an EventSource cannot send headers).
+	e.GET("/api/kitchen/orders", s.kitchenOrders, s.auth.Middleware(), roleGuard)
+	e.GET("/api/kitchen/stream", s.kitchenStream, s.auth.StreamMiddleware(), roleGuard)
 
 	guest := e.Group("/api/guest/sessions/:id")
 	guest.GET("", s.guestSession)

@@ -136,7 +136,7 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 		spec = append(spec, fmt.Sprintf("%s=127.0.0.1:%d:%d", id, ports[2*i], ports[2*i+1]))
 	}
 	cmdOut, err := exec.Command(binary, "init", "--shop-id", "f", "--nodes", strings.Join(spec, ","), "--out", dir,
-		"--staff-password", staffPassword).CombinedOutput()
+		"--staff-password", staffPassword, "--plain-http").CombinedOutput()
 	if err != nil {
 		t.Fatalf("masterorder init: %v\n%s", err, cmdOut)
 	}

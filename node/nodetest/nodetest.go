@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"masterorder/node"
+	"masterorder/node/pki"
 )
 
 // FreePort returns a loopback port that was free a moment ago. It picks
@@ -89,15 +90,35 @@ func Configs(t testing.TB, n int, dir string) []node.Config {
 			RaftAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 			HTTPAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t))})
 	}
+	// Nodes only run with mutual TLS on the raft port, as init sets up.
+	tlsDir := filepath.Join(dir, "tls")
+	ca, err := pki.NewCA("MasterOrder test", 0)
+	if err != nil {
+		t.Fatalf("test CA: %v", err)
+	}
+	if err := ca.WriteFiles(tlsDir); err != nil {
+		t.Fatalf("test CA: %v", err)
+	}
 	var cfgs []node.Config
 	for _, p := range peers {
+		cert, key, err := ca.IssueNode(p.ID, []string{"127.0.0.1"}, 0)
+		if err != nil {
+			t.Fatalf("test certificate: %v", err)
+		}
+		if err := pki.WriteNodeFiles(tlsDir, p.ID, cert, key); err != nil {
+			t.Fatalf("test certificate: %v", err)
+		}
 		c := node.Defaults()
+		c.TLS = node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, p.ID), KeyFile: pki.NodeKeyFile(tlsDir, p.ID)}
 		c.NodeID, c.ShopID = p.ID, "testshop"
 		c.DataDir = filepath.Join(dir, "data-"+p.ID)
 		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
 		c.ClusterSecret = "test-cluster-secret-0123456789"
 		c.Staff.TokenSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 		c.Demo = true
+		// Tests talk to staff endpoints over plain HTTP, as the demo does;
+		// HTTPS tests turn this off and set https_addr.
+		c.HTTP.AllowPlainStaff = true
 		// Test machines are busy (race detector, parallel packages, two
 		// cores): LAN timeouts would make leadership flap. Tests that
 		// measure failover set their own.

@@ -53,6 +53,26 @@ func WriteNodeFiles(dir, nodeID string, certPEM, keyPEM []byte) error {
 	return writeFileAtomic(NodeKeyFile(dir, nodeID), keyPEM, 0o600)
 }
 
+// HTTPSCertFile is where a node's HTTPS server certificate lives in dir.
+func HTTPSCertFile(dir, id string) string { return filepath.Join(dir, id+"-https.pem") }
+
+// HTTPSKeyFile is where a node's HTTPS server key lives in dir.
+func HTTPSKeyFile(dir, id string) string { return filepath.Join(dir, id+"-https-key.pem") }
+
+// WriteHTTPSFiles writes a node's HTTPS server certificate and key.
+func WriteHTTPSFiles(dir, nodeID string, certPEM, keyPEM []byte) error {
+	if err := ValidateNodeID(nodeID); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("pki: create %s: %w", dir, err)
+	}
+	if err := writeFileAtomic(HTTPSCertFile(dir, nodeID), certPEM, 0o644); err != nil {
+		return err
+	}
+	return writeFileAtomic(HTTPSKeyFile(dir, nodeID), keyPEM, 0o600)
+}
+
 // LoadCAFiles loads the CA written by WriteFiles from dir, e.g. to issue a
 // certificate for a replacement box.
 func LoadCAFiles(dir string) (*CA, error) {

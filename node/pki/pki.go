@@ -151,11 +151,29 @@ func (ca *CA) Certificate() *x509.Certificate { return ca.cert }
 // as a DNS name. A validFor of zero means DefaultValidity; the certificate
 // never outlives the CA.
 func (ca *CA) IssueNode(nodeID string, hosts []string, validFor time.Duration) (certPEM, keyPEM []byte, err error) {
-	if err := ValidateNodeID(nodeID); err != nil {
-		return nil, nil, err
-	}
 	if validFor < 0 {
 		return nil, nil, errors.New("pki: negative validity")
+	}
+	return ca.issue(nodeID, hosts, ValidityStart, notAfter(validFor), []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth})
+}
+
+// HTTPSValidity is how long an HTTPS server certificate lasts: iOS and
+// iPadOS refuse TLS server certificates valid for more than 825 days, even
+// under a CA the user installed.
+const HTTPSValidity = 800 * 24 * time.Hour
+
+// IssueHTTPS issues the server certificate a box shows staff tablets on
+// its HTTPS port: serverAuth only, valid from a day before now (judged by
+// the tablet's clock, which is right) for HTTPSValidity. Renew it by
+// running `masterorder init --renew-https` before it lapses.
+func (ca *CA) IssueHTTPS(nodeID string, hosts []string) (certPEM, keyPEM []byte, err error) {
+	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
+	return ca.issue(nodeID, hosts, start, start.Add(HTTPSValidity), []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
+}
+
+func (ca *CA) issue(nodeID string, hosts []string, start, end time.Time, usages []x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
+	if err := ValidateNodeID(nodeID); err != nil {
+		return nil, nil, err
 	}
 	var ips []net.IP
 	dnsNames := []string{nodeID}
@@ -184,17 +202,16 @@ func (ca *CA) IssueNode(nodeID string, hosts []string, validFor time.Duration) (
 	if err != nil {
 		return nil, nil, err
 	}
-	end := notAfter(validFor)
 	if end.After(ca.cert.NotAfter) {
 		end = ca.cert.NotAfter
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: nodeID, Organization: []string{"MasterOrder cluster"}},
-		NotBefore:    ValidityStart,
+		NotBefore:    start,
 		NotAfter:     end,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:  usages,
 		DNSNames:     dnsNames,
 		IPAddresses:  ips,
 	}

@@ -40,6 +40,7 @@ type limiterEntry struct {
 	key         string
 	windowStart time.Time
 	failures    int
+	inFlight    int // attempts begun and not yet judged
 	lockedUntil time.Time
 }
 
@@ -62,6 +63,63 @@ func (l *LoginLimiter) Allow(addr string) (ok bool, retryAfter time.Duration) {
 	}
 	return true, 0
 }
+
+// Begin starts a login attempt from addr, counting it before the password
+// is evaluated: N parallel attempts from one address are all "in flight"
+// at once, and without this each would pass Allow before any Failure
+// landed. ok is false (with retryAfter) when the address is locked or its
+// failures plus attempts in flight reach MaxFailures. Call end exactly
+// once with the verdict when ok.
+func (l *LoginLimiter) Begin(addr string) (ok bool, retryAfter time.Duration, end func(Verdict)) {
+	key := limiterKey(addr)
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.touch(key)
+	if now.Before(e.lockedUntil) {
+		return false, e.lockedUntil.Sub(now), nil
+	}
+	if e.failures > 0 && now.Sub(e.windowStart) >= l.window() {
+		e.windowStart, e.failures = now, 0
+	}
+	if e.failures+e.inFlight >= l.maxFailures() {
+		return false, time.Second, nil
+	}
+	e.inFlight++
+	var once sync.Once
+	return true, 0, func(v Verdict) {
+		once.Do(func() {
+			l.mu.Lock()
+			if el := l.entries[key]; el != nil {
+				if en := el.Value.(*limiterEntry); en.inFlight > 0 {
+					en.inFlight--
+				}
+			}
+			l.mu.Unlock()
+			switch v {
+			case Succeeded:
+				l.Success(addr)
+			case Failed:
+				l.Failure(addr)
+			}
+		})
+	}
+}
+
+// Verdict ends a login attempt begun with Begin.
+type Verdict int
+
+// The verdicts: a wrong password, a right one, or no judgement (the
+// attempt was not evaluated: it counts neither way).
+const (
+	Failed Verdict = iota
+	Succeeded
+	Abandoned
+)
+
+// Key is the unit addr is counted under (IPv4 address or IPv6 /64), for
+// a cluster-wide count kept elsewhere.
+func Key(addr string) string { return limiterKey(addr) }
 
 // Failure records a wrong password from addr. It returns whether addr is
 // now locked, and for how long.
@@ -92,6 +150,12 @@ func (l *LoginLimiter) Success(addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if el := l.entries[key]; el != nil {
+		if el.Value.(*limiterEntry).inFlight > 0 {
+			// Other attempts are still being judged: keep counting them.
+			e := el.Value.(*limiterEntry)
+			e.failures, e.lockedUntil = 0, time.Time{}
+			return
+		}
 		l.lru.Remove(el)
 		delete(l.entries, key)
 	}
@@ -114,7 +178,7 @@ func (l *LoginLimiter) touch(key string) *limiterEntry {
 		l.lru.MoveToFront(el)
 		return el.Value.(*limiterEntry)
 	}
-	for len(l.entries) >= l.maxEntries() {
+	for len(l.entries) >= l.maxEntries() && l.lru.Len() > 0 {
 		oldest := l.lru.Back()
 		l.lru.Remove(oldest)
 		delete(l.entries, oldest.Value.(*limiterEntry).key)

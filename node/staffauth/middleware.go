@@ -15,13 +15,14 @@ const (
 	CookieToken = "mo_staff"     // the token; HttpOnly
 	CookieCSRF  = "mo_csrf"      // CSRF value, readable by the page's script
 	HeaderCSRF  = "X-CSRF-Token" // where cookie-authenticated writes echo it
-	QueryToken  = "token"        // accepted on GET only (EventSource)
+	QueryToken  = "token"        // accepted only where StreamMiddleware guards a GET (EventSource)
 )
 
 // Reason codes of the middleware's error answers.
 const (
-	ReasonUnauthorized = "UNAUTHORIZED"
-	ReasonCSRF         = "CSRF_TOKEN_INVALID"
+	ReasonUnauthorized  = "UNAUTHORIZED"
+	ReasonCSRF          = "CSRF_TOKEN_INVALID"
+	ReasonForbiddenRole = "FORBIDDEN_ROLE"
 )
 
 // Source says how a request presented its token.
@@ -31,7 +32,7 @@ type Source int
 const (
 	SourceBearer Source = iota + 1 // Authorization: Bearer
 	SourceCookie                   // mo_staff cookie: writes need X-CSRF-Token
-	SourceQuery                    // ?token= on a GET
+	SourceQuery                    // ?token= on a GET of the kitchen stream
 )
 
 var errMissing = errors.New("staffauth: no token")
@@ -66,7 +67,11 @@ func (a *Auth) Issuer() *Issuer { return a.issuer }
 // Authenticate finds and checks the request's token: form, signature,
 // expiry and revocation. It does not check CSRF.
 func (a *Auth) Authenticate(r *http.Request) (Claims, Source, error) {
-	token, src, err := tokenFrom(r)
+	return a.authenticate(r, false)
+}
+
+func (a *Auth) authenticate(r *http.Request, query bool) (Claims, Source, error) {
+	token, src, err := tokenFrom(r, query)
 	if err != nil {
 		return Claims{}, 0, err
 	}
@@ -85,11 +90,35 @@ func (a *Auth) Authenticate(r *http.Request) (Claims, Source, error) {
 // for a cookie-authenticated write (not GET, HEAD or OPTIONS) whose
 // X-CSRF-Token header does not match. Handlers read the claims with
 // ClaimsFrom.
-func (a *Auth) Middleware() echo.MiddlewareFunc {
+func (a *Auth) Middleware() echo.MiddlewareFunc { return a.middleware(false) }
+
+// StreamMiddleware is Middleware that also takes ?token= on a GET: an
+// EventSource cannot send headers. Only the kitchen stream uses it, so a
+// token leaked into a URL (logs, history) opens nothing else.
+func (a *Auth) StreamMiddleware() echo.MiddlewareFunc { return a.middleware(true) }
+
+// Forbid answers 403 FORBIDDEN_ROLE: the token is good, its role may not
+// make this call.
+func Forbid(c echo.Context) error {
+	en := english(c.Request())
+	msg := "この操作は店長ログインが必要です。"
+	if en {
+		msg = "This needs a manager login; a kitchen login cannot do it."
+	}
+	return deny(c, http.StatusForbidden, ReasonForbiddenRole, msg)
+}
+
+// RoleFrom returns the role of the request's verified token (0 if none).
+func RoleFrom(c echo.Context) Role {
+	cl, _ := ClaimsFrom(c)
+	return cl.Role
+}
+
+func (a *Auth) middleware(query bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			claims, src, err := a.Authenticate(r)
+			claims, src, err := a.authenticate(r, query)
 			if err != nil {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="masterorder"`)
 				return deny(c, http.StatusUnauthorized, ReasonUnauthorized, unauthorizedMessage(err, english(r)))
@@ -162,9 +191,10 @@ func (a *Auth) ClearCookies(c echo.Context) {
 }
 
 // tokenFrom looks for the token in the Authorization header, then the
-// mo_staff cookie, then (GET only) the token query parameter. A present
-// but unusable Authorization header is an error, not a fall-through.
-func tokenFrom(r *http.Request) (string, Source, error) {
+// mo_staff cookie, then (a GET, where query allows it) the token query
+// parameter. A present but unusable Authorization header is an error, not
+// a fall-through.
+func tokenFrom(r *http.Request, query bool) (string, Source, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
 		tok = strings.TrimSpace(tok)
@@ -176,7 +206,7 @@ func tokenFrom(r *http.Request) (string, Source, error) {
 	if ck, err := r.Cookie(CookieToken); err == nil && ck.Value != "" {
 		return ck.Value, SourceCookie, nil
 	}
-	if r.Method == http.MethodGet {
+	if query && r.Method == http.MethodGet {
 		if tok := r.URL.Query().Get(QueryToken); tok != "" {
 			return tok, SourceQuery, nil
 		}

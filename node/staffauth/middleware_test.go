@@ -52,6 +52,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	g.GET("/menu", whoami)
 	g.PUT("/menu/:id", whoami)
+	h.e.GET("/api/kitchen/stream", whoami, auth.StreamMiddleware())
 	g.POST("/logout", func(c echo.Context) error {
 		cl, _ := ClaimsFrom(c)
 		h.mu.Lock()
@@ -105,7 +106,7 @@ func TestMiddlewareRejectsBadTokens(t *testing.T) {
 	good, _, _ := h.iss.Issue()
 	foreign, _, _ := (&Issuer{Secret: []byte(strings.Repeat("k", 32)), Now: h.clk.Now}).Issue()
 	enc, mac, _ := strings.Cut(good, ".")
-	tampered := enc[:len(enc)-2] + "AA." + mac
+	tampered := enc[:4] + flipB64(enc[4:5]) + enc[5:] + "." + mac
 
 	for name, hdr := range map[string]map[string]string{
 		"missing":         nil,
@@ -260,11 +261,14 @@ func TestBearerAndQueryTokens(t *testing.T) {
 	if rec.Code != 200 || rec.Body.String() != id {
 		t.Errorf("bearer PUT without CSRF header: %d %s", rec.Code, rec.Body)
 	}
-	if rec := h.do(req{method: "GET", path: "/api/staff/menu?token=" + tok}); rec.Code != 200 {
-		t.Errorf("query token on GET: %d %s", rec.Code, rec.Body)
+	if rec := h.do(req{method: "GET", path: "/api/kitchen/stream?token=" + tok}); rec.Code != 200 {
+		t.Errorf("query token on the stream: %d %s", rec.Code, rec.Body)
 	}
+	// Anywhere else a token in the URL (which lands in logs and browser
+	// history) opens nothing.
+	wantDenied(t, "query token on a staff GET", h.do(req{method: "GET", path: "/api/staff/menu?token=" + tok}), 401, ReasonUnauthorized)
 	wantDenied(t, "query token on PUT", h.do(req{method: "PUT", path: "/api/staff/menu/ramen?token=" + tok}), 401, ReasonUnauthorized)
-	wantDenied(t, "bad query token", h.do(req{method: "GET", path: "/api/staff/menu?token=x." + tok}), 401, ReasonUnauthorized)
+	wantDenied(t, "bad query token", h.do(req{method: "GET", path: "/api/kitchen/stream?token=x." + tok}), 401, ReasonUnauthorized)
 }
 
 func TestCookieAuthIsCheckedBeforeCSRF(t *testing.T) {
@@ -273,4 +277,12 @@ func TestCookieAuthIsCheckedBeforeCSRF(t *testing.T) {
 	h.clk.Advance(13 * time.Hour)
 	wantDenied(t, "expired cookie write", h.do(req{method: "PUT", path: "/api/staff/menu/ramen",
 		cookies: []*http.Cookie{staff, csrf}}), 401, ReasonUnauthorized)
+}
+
+// flipB64 returns a different base64url character.
+func flipB64(c string) string {
+	if c == "A" {
+		return "B"
+	}
+	return "A"
 }

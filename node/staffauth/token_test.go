@@ -141,10 +141,12 @@ func TestTokenMalformed(t *testing.T) {
 
 	// A correctly signed payload of an unknown version.
 	v2 := bytes.Clone(payload)
-	v2[0] = 2
+	v2[0] = 1 // version 1 tokens (no role) are refused
+	noRole := bytes.Clone(payload)
+	noRole[1] = 9
 	// Expiry before issue.
 	backwards := bytes.Clone(payload)
-	binary.BigEndian.PutUint64(backwards[25:], binary.BigEndian.Uint64(backwards[17:25])-1)
+	binary.BigEndian.PutUint64(backwards[26:34], binary.BigEndian.Uint64(backwards[18:26])-1)
 
 	for name, bad := range map[string]string{
 		"empty":          "",
@@ -156,6 +158,7 @@ func TestTokenMalformed(t *testing.T) {
 		"short mac":      enc + "." + mac[:20],
 		"too long":       tok + strings.Repeat("A", 200),
 		"unknown format": b64.EncodeToString(v2) + "." + b64.EncodeToString(iss.mac(v2)),
+		"unknown role":   b64.EncodeToString(noRole) + "." + b64.EncodeToString(iss.mac(noRole)),
 		"backwards":      b64.EncodeToString(backwards) + "." + b64.EncodeToString(iss.mac(backwards)),
 		"bearer prefix":  "Bearer " + tok,
 	} {
@@ -214,5 +217,79 @@ func TestCSRFToken(t *testing.T) {
 	// verify as a MAC for anything.
 	if strings.Contains(a, ".") {
 		t.Error("CSRF value looks like a token")
+	}
+}
+
+// A kitchen token says so, lasts its own TTL, and cannot be turned into a
+// manager token without the secret.
+func TestTokenRole(t *testing.T) {
+	clk := newClock()
+	iss := &Issuer{Secret: testSecret, Now: clk.Now}
+	tok, _, exp := iss.IssueRole(RoleKitchen, DefaultKitchenTTL)
+	c, err := iss.Verify(tok)
+	if err != nil || c.Role != RoleKitchen || exp.Sub(clk.Now()) != DefaultKitchenTTL {
+		t.Fatalf("kitchen token: %+v %v (expires %v)", c, err, exp)
+	}
+	enc, mac, _ := strings.Cut(tok, ".")
+	p, _ := b64.DecodeString(enc)
+	p[1] = byte(RoleManager)
+	if _, err := iss.Verify(b64.EncodeToString(p) + "." + mac); !errors.Is(err, ErrForged) {
+		t.Errorf("kitchen token relabelled manager: %v", err)
+	}
+	if m, _, _ := iss.Issue(); m == "" {
+		t.Fatal("no manager token")
+	} else if c, _ := iss.Verify(m); c.Role != RoleManager {
+		t.Errorf("Issue gave role %v", c.Role)
+	}
+	if tok, _, _ := iss.IssueRole(Role(7), time.Hour); tok != "" {
+		t.Error("issued a token of an unknown role")
+	}
+}
+
+// FSM time stands still while the store is dark: a token issued before a
+// night off must still expire by the wall clock, but an implausible wall
+// clock (a box booted without RTC, at 1970) must not expire or extend
+// anything.
+func TestTokenWallClockCap(t *testing.T) {
+	fsm := newClock() // FSM time: does not move over the night
+	wall := newClock()
+	iss := &Issuer{Secret: testSecret, Now: fsm.Now, Wall: wall.Now, TTL: 12 * time.Hour}
+	tok, _, _ := iss.Issue()
+	wall.Advance(11 * time.Hour)
+	if _, err := iss.Verify(tok); err != nil {
+		t.Fatalf("within the TTL by the wall clock: %v", err)
+	}
+	wall.Advance(2 * time.Hour) // 13 h of wall time, FSM time 0
+	if _, err := iss.Verify(tok); !errors.Is(err, ErrExpired) {
+		t.Errorf("13 h later by the wall clock: %v, want ErrExpired", err)
+	}
+	// Another box whose clock is at 1970 judges by FSM time only.
+	dark := &Issuer{Secret: testSecret, Now: fsm.Now, Wall: func() time.Time { return time.Unix(0, 0) }}
+	if _, err := dark.Verify(tok); err != nil {
+		t.Errorf("a box with an implausible clock refused a live token: %v", err)
+	}
+	// A token issued by a box with an implausible clock carries no wall
+	// stamp; FSM time alone limits it.
+	tok2, _, _ := dark.Issue()
+	if _, err := iss.Verify(tok2); err != nil {
+		t.Errorf("token without a wall stamp: %v", err)
+	}
+	fsm.Advance(12 * time.Hour)
+	if _, err := iss.Verify(tok2); !errors.Is(err, ErrExpired) {
+		t.Errorf("past its FSM expiry: %v", err)
+	}
+}
+
+func TestCheckStrength(t *testing.T) {
+	for _, weak := range []string{"", "demo", "short1!", "password", "Password123", "P@ssword!!", "1234567890", "aaaaaaaaaaaa",
+		"abcdefghij", "kitchen2026", "Ramen-2026!!", "0987654321", "ababababab", "qwertyuiop"} {
+		if CheckStrength(weak) == nil {
+			t.Errorf("CheckStrength(%q) accepted", weak)
+		}
+	}
+	for _, ok := range []string{"correct horse battery", "kitchen tablet 42", "t7!Kq9zR2mX", NewSecret()[:16]} {
+		if err := CheckStrength(ok); err != nil {
+			t.Errorf("CheckStrength(%q): %v", ok, err)
+		}
 	}
 }

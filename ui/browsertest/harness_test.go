@@ -62,7 +62,8 @@ func startStore(t *testing.T) *store {
 	t.Helper()
 	s := &store{t: t, svcs: make([]*orders.Service, 3), hc: &http.Client{Timeout: 10 * time.Second}}
 	hash := passwordHash(t)
-	s.c = nodetest.Start(t, 3, nil, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
+	kitchen := kitchenHash(t)
+	s.c = nodetest.Start(t, 3, func(_ int, c *node.Config) { c.Staff.KitchenPasswordHash = kitchen }, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
 		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: hash})
 		if err != nil {
 			t.Fatalf("attach node %d: %v", i, err)

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"masterorder/node/staffauth"
 )
 
 // TestStaffOpensTableAndChecksOut: on the staff console a staff user logs
@@ -114,4 +117,97 @@ func TestStaffOpensTableAndChecksOut(t *testing.T) {
 	if r.status != 200 || !strings.Contains(string(r.body), sid) {
 		t.Errorf("closed sessions: %d %s, want %s among them", r.status, r.body, sid)
 	}
+}
+
+// A stranger locks table C3 with fifty wrong PINs; the staff taps "unlock
+// table / new PIN" once: the console shows a new PIN, the guests get in
+// with it, the old one is refused.
+func TestStaffUnlocksTableWithNewPIN(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	n := s.leader()
+	for _, dev := range devices {
+		st := b.open("staff-"+dev.name, s.url((n+1)%3)+"/staff/", dev.w, dev.h)
+		st.login()
+		st.waitVisible("#page-tables")
+		table := "C3" + dev.name
+		st.typeInto("#open-session-table", table)
+		st.click("#open-session-submit")
+		st.waitVisible("#session-detail")
+		sid := strings.TrimSpace(st.text("#session-id"))
+		old := st.text("#session-pin")
+		sess := session{SessionID: sid, TableID: table, PIN: old}
+		wrong := "0000"
+		if old == wrong {
+			wrong = "1111"
+		}
+		for i := 0; i < 55; i++ {
+			s.call(i%3, "GET", "/api/guest/sessions/"+sid, map[string]string{"X-Session-PIN": wrong, "X-MasterOrder-Client-Id": newClientID()}, nil)
+		}
+		if code, _ := s.guestOrders(n, sess); code != 429 {
+			t.Fatalf("%s: the table is not locked after the attack: %d", dev.name, code)
+		}
+		st.click("#session-new-pin")
+		st.waitVisible("#confirm-dialog")
+		if msg := st.text("#confirm-message"); !strings.Contains(msg, table) {
+			t.Errorf("%s: confirmation %q does not name the table", dev.name, msg)
+		}
+		st.screenshot("flow-staff-new-pin-confirm-" + dev.name)
+		st.click("#confirm-ok")
+		st.waitFor("a new PIN on the card", fmt.Sprintf(`(() => { const p = document.querySelector('#session-pin').textContent; return /^\d{4}$/.test(p) && p !== '%s'; })()`, old), 10*time.Second)
+		fresh := st.text("#session-pin")
+		st.checkLayout("new PIN " + dev.name)
+		st.screenshot("flow-staff-new-pin-" + dev.name)
+		if code, _ := s.guestOrders(n, session{SessionID: sid, TableID: table, PIN: fresh}); code != 200 {
+			t.Errorf("%s: guests with the new PIN: %d", dev.name, code)
+		}
+		if code, _ := s.guestOrders(n, sess); code == 200 {
+			t.Errorf("%s: the old PIN still opens the table", dev.name)
+		}
+		t.Logf("%s: table %s unlocked, PIN %s → %s", dev.name, table, old, fresh)
+	}
+}
+
+const kitchenPassword = "kitchen-screen-pw"
+
+var (
+	kitchenHashOnce sync.Once
+	kitchenHashV    string
+)
+
+func kitchenHash(t testing.TB) string {
+	kitchenHashOnce.Do(func() {
+		h, err := staffauth.HashPassword(kitchenPassword)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kitchenHashV = h
+	})
+	return kitchenHashV
+}
+
+// The kitchen password typed into the staff console: the console says it
+// belongs on the kitchen screen instead of opening a page of 403s; on the
+// kitchen screen the same password runs the board.
+func TestKitchenPasswordOnTheConsole(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	for _, dev := range devices {
+		st := b.open("staff-kitchen-"+dev.name, s.url(0)+"/staff/", dev.w, dev.h)
+		st.waitVisible("#login-form")
+		st.typeInto("#login-password", kitchenPassword)
+		st.click("#login-submit")
+		st.waitFor("the kitchen-role message", `(() => { const e = document.querySelector('#login-error'); return !e.hidden && e.textContent.includes('/kitchen/'); })()`, 10*time.Second)
+		if !st.eval(`!document.querySelector('#login').hidden && document.querySelector('#app').hidden`) {
+			t.Errorf("%s: the console opened for a kitchen login", dev.name)
+		}
+		st.checkLayout("kitchen password on the console " + dev.name)
+		st.screenshot("flow-staff-kitchen-password-" + dev.name)
+	}
+	k := b.open("kitchen-role", s.url(1)+"/kitchen/", tabletW, tabletH)
+	k.waitVisible("#login-form")
+	k.typeInto("#login-password", kitchenPassword)
+	k.click("#login-submit")
+	k.waitFor("the kitchen board", `document.querySelector('#login').hidden`, 10*time.Second)
+	k.screenshot("flow-kitchen-kitchen-role-tablet")
 }

@@ -621,3 +621,32 @@ test('the node pool keeps the origin first and rotates on failure', async () => 
   pool.ok(C);
   assert.equal(pool.current(), C);
 });
+
+test('a page served over HTTPS learns the other boxes\' HTTPS addresses only', async () => {
+  const status = {
+    nodes: [
+      { id: 'a', httpAddr: '10.0.0.1:8080', httpsAddr: '10.0.0.1:8443' },
+      { id: 'b', httpAddr: '10.0.0.2:8080', httpsAddr: '10.0.0.2:8443' },
+      { id: 'c', httpAddr: '10.0.0.3:8080' }, // added later, no HTTPS known
+    ],
+  };
+  const pool = createNodePool({ origin: 'https://10.0.0.1:8443', fetch: async () => json(200, status), storage: memStorage() });
+  await pool.refresh();
+  pool.failed('https://10.0.0.1:8443');
+  assert.equal(pool.current(), 'https://10.0.0.2:8443');
+  pool.failed('https://10.0.0.2:8443');
+  assert.ok(pool.current().startsWith('https://'), pool.current());
+});
+
+test('the session credential from a right PIN is sent on every later call', async () => {
+  const h = harness((req) => {
+    if (req.method === 'GET') return json(200, { sessionId: SID, tableId: 'T1', status: 'ACTIVE' }, { 'X-Session-Credential': 'cred-abc' });
+    return json(200, { allowed: true, orderId: 7, requestId: req.headers.get('Idempotency-Key'), status: 'ACCEPTED', totalPrice: 2440, idempotentReplay: false });
+  });
+  await h.sdk.getSession(SID, '4821');
+  assert.equal(h.calls[0].headers.get('X-Session-Credential'), null);
+  h.sdk.openCart(SID, CART);
+  await h.sdk.submitOrder({ sessionId: SID, pin: '4821', items: CART, expectedTotal: 2440 });
+  const post = h.calls.find((c) => c.method === 'POST');
+  assert.equal(post.headers.get('X-Session-Credential'), 'cred-abc');
+});

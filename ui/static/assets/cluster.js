@@ -174,8 +174,12 @@ export function createNodePool(opts) {
   function learn(status) {
     const nodes = (status && Array.isArray(status.nodes) && status.nodes) || [];
     const others = [];
+    // A page loaded over HTTPS (staff, kitchen) talks to the other boxes'
+    // HTTPS ports: the browser would block plain-HTTP calls from it, and
+    // they would carry tokens in clear.
+    const secure = typeof origin === 'string' && origin.startsWith('https:');
     for (const n of nodes) {
-      const b = nodeBase(n && n.httpAddr, origin);
+      const b = nodeBase(n && (secure ? n.httpsAddr : n.httpAddr), origin);
       if (b && b !== origin && !others.includes(b)) others.push(b);
     }
     setOthers(others);

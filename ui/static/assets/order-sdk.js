@@ -36,6 +36,7 @@ export const RECONCILE_CODES = Object.freeze([
 ]);
 
 const CLIENT_ID_KEY = 'masterorder.clientId';
+const CREDENTIAL_KEY = 'masterorder.sessionCredential';
 const CART_KEYS_KEY = 'masterorder.cartKeys';
 const CLIENT_ID_RE = /^guest-[A-Za-z0-9_-]{16,64}$/;
 
@@ -340,7 +341,17 @@ export function createOrderSdk(options) {
       'X-MasterOrder-Client-Id': clientId(),
     };
     if (pin != null && pin !== '') h['X-Session-PIN'] = String(pin);
+    // The session credential the server gave this device after its first
+    // right PIN: it keeps the table open to us through a PIN lockout that
+    // someone else's wrong guesses set off.
+    const cred = storage.getItem(CREDENTIAL_KEY);
+    if (cred) h['X-Session-Credential'] = cred;
     return Object.assign(h, extra || {});
+  }
+
+  function keepCredential(res) {
+    const cred = header(res, 'X-Session-Credential');
+    if (cred) storage.setItem(CREDENTIAL_KEY, cred);
   }
 
   function retryable(res, data) {
@@ -386,6 +397,7 @@ export function createOrderSdk(options) {
         await sleep(wait);
         continue;
       }
+      keepCredential(res);
       const data = await readBody(res);
       if (!retryable(res, data)) {
         pool.ok(base);

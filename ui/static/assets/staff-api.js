@@ -124,6 +124,8 @@ export function createStaffApi(opts) {
     throw e;
   }
 
+  let lastRole = '';
+
   // login goes to this page's own origin, so the QR image cookie is set
   // where the images are loaded from.
   async function login(password) {
@@ -139,6 +141,7 @@ export function createStaffApi(opts) {
       throw new ApiError(res.status, (data && data.reasonCode) || 'HTTP_' + res.status, (data && data.message) || '', data);
     }
     setToken(data.token);
+    lastRole = data.role || 'manager';
     return data.token;
   }
 
@@ -153,6 +156,8 @@ export function createStaffApi(opts) {
 
   return {
     token,
+    // role of the last login here: 'manager' or 'kitchen'
+    role: () => lastRole,
     setToken,
     login,
     logout,

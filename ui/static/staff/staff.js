@@ -79,6 +79,23 @@ function createTablesPage() {
     if (!sameSession) $('#session-detail').scrollIntoView({ block: 'nearest' });
   }
 
+  // newPin: the one tap for a table under a PIN attack — a fresh PIN,
+  // the lockout lifted (POST /api/staff/sessions/{id}/pin).
+  async function newPin() {
+    const s = selected;
+    if (!s) return;
+    const ok = await confirmDialog(T.t('staff.session.newPinConfirm', { table: s.tableId }), { ok: T.t('staff.session.newPin') });
+    if (!ok) return;
+    try {
+      const r = await api.post(sessionPath(s) + '/pin');
+      showDetail(Object.assign({}, s, { pin: r.pin }));
+      toast(T.t('staff.session.newPinDone', { pin: r.pin }));
+      await load();
+    } catch (e) {
+      if (e.status !== 401) setError('#session-error', e.message);
+    }
+  }
+
   async function openSession(ev) {
     ev.preventDefault();
     const input = $('#open-session-table');
@@ -236,6 +253,7 @@ function createTablesPage() {
       show('#session-detail', false);
     });
     $('#checkout-begin').addEventListener('click', beginCheckout);
+    $('#session-new-pin').addEventListener('click', newPin);
     $('#checkout-complete').addEventListener('click', completeCheckout);
     $('#checkout-cancel').addEventListener('click', cancelCheckout);
   }
@@ -321,6 +339,13 @@ function start() {
     try {
       await api.login($('#login-password').value);
       $('#login-password').value = '';
+      if (api.role() === 'kitchen') {
+        // A kitchen login cannot run the console (every call would be
+        // 403 FORBIDDEN_ROLE): say where it belongs.
+        await api.logout();
+        setError('#login-error', T.t('staff.login.kitchenRole'));
+        return;
+      }
       showApp();
     } catch (e) {
       setError('#login-error', e.message || T.t('login.failed'));

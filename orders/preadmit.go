@@ -1,0 +1,265 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"masterorder/orders/store"
+	"masterorder/raftfsm"
+)
+
+// A guest order that would certainly be rejected must not cost a Raft
+// entry: one phone looping fresh keys and client ids would otherwise write
+// to every box's SD card as fast as Raft allows. So before proposing, the
+// handler answers from the local replica what Apply would surely answer
+// (a known key's replay, cooldown, checkout lock, burst), and an in-memory
+// limit per session and per remote address caps what still gets proposed.
+// Apply stays authoritative: anything not answered here is decided there,
+// and a local answer can only be a refusal the guest retries after
+// Retry-After, or the replay of a result already committed.
+//
+// Local rejections leave no audit row each; they are counted and written
+// as one aggregated row per (session, reason) and interval.
+
+// CmdRejectionSummary carries aggregated local rejections (one audit row
+// per entry). The number is far from the others to stay clear of new
+// domain commands.
+const CmdRejectionSummary raftfsm.CommandType = 60
+
+// proposalLimit is how many guest order proposals one session, or one
+// remote address, may make per window on one node that do not end in an
+// admitted order (admitted ones are refunded: the burst window bounds
+// them): more than a table of guests retrying at once, far fewer than a
+// looping script.
+const (
+	proposalLimit  = 4
+	proposalWindow = time.Second
+	// rejectionFlushEvery bounds how often a node writes its aggregated
+	// rejection rows (one command per interval, only when there are any).
+	rejectionFlushEvery = 10 * time.Second
+	// maxRejectionKeys bounds the aggregation map; beyond it, counts fold
+	// into one row without a session.
+	maxRejectionKeys = 1000
+)
+
+// preAdmit answers a guest order from the local replica when the answer is
+// certain; ok reports that it answered. Otherwise the proposal is charged
+// to the session and address; call refund when Apply admitted it.
+func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string) (r Result, answered bool, refund func()) {
+	kvc := s.node.KV()
+	reject := func(status int, reason string, waitMs int64) (Result, bool, func()) {
+		s.rejections.add(cmd.SessionID, reason)
+		return Result{Status: status, Reason: reason, RetryAfterMs: waitMs}, true, func() {}
+	}
+	// Rows 5–6 first: a key whose result is committed replays it (or is a
+	// reuse with another cart) — never a window's refusal.
+	if e, live, err := kvc.Get(keyIdem(cmd.SessionID, cmd.RequestID)); err == nil && live {
+		var r cachedResult
+		if json.Unmarshal(e.Value, &r) == nil {
+			if r.Fingerprint != cmd.Fingerprint {
+				return reject(422, "IDEMPOTENCY_KEY_REUSED", 0)
+			}
+			body := r.Body
+			body.IdempotentReplay = true
+			b, err := json.Marshal(body)
+			if err == nil {
+				s.rejections.add(cmd.SessionID, "IDEMPOTENT_REPLAY")
+				return Result{Status: http.StatusOK, Replay: true, Body: b}, true, func() {}
+			}
+		}
+		return Result{}, false, func() {} // let Apply decide
+	}
+	// Rows 8–10, in Apply's order. A window seen here may already have been
+	// lifted elsewhere (a checkout cancelled through another box a moment
+	// ago): before refusing, the replica catches up with the leader once
+	// (ReadIndex: a round trip, no log entry) and looks again.
+	if status, reason, wait := s.windowRefusal(cmd); reason != "" {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := s.consistent(rctx)
+		cancel()
+		if err != nil {
+			return reject(status, reason, wait)
+		}
+		if status, reason, wait := s.windowRefusal(cmd); reason != "" {
+			return reject(status, reason, wait)
+		}
+	}
+	// What is left is proposed, within the in-memory limits.
+	wall := time.Now()
+	keys := []string{"s:" + cmd.SessionID}
+	// Loopback is this box itself (or a test's load generator), never a
+	// phone on the Wi-Fi.
+	if ip := net.ParseIP(remote); ip == nil || !ip.IsLoopback() {
+		keys = append(keys, "a:"+remote)
+	}
+	for i, k := range keys {
+		if wait, ok := s.proposals.take(k, wall); !ok {
+			for _, taken := range keys[:i] {
+				s.proposals.refund(taken, wall)
+			}
+			if i == 0 {
+				return reject(409, "SESSION_ORDER_IN_PROGRESS", wait.Milliseconds())
+			}
+			return reject(429, "COOLDOWN_ACTIVE", wait.Milliseconds())
+		}
+	}
+	return Result{}, false, func() {
+		for _, k := range keys {
+			s.proposals.refund(k, wall)
+		}
+	}
+}
+
+// windowRefusal is the first of rows 8–10 the local replica refuses with.
+func (s *Service) windowRefusal(cmd placeOrderCmd) (status int, reason string, waitMs int64) {
+	kvc := s.node.KV()
+	now := s.node.FSMNow()
+	if e, live, err := kvc.Get(keyCooldown(cmd.ClientID)); err == nil && live {
+		return 429, "COOLDOWN_ACTIVE", e.ExpiresAt - now
+	}
+	if e, live, err := kvc.Get(keySessionLock(cmd.SessionID)); err == nil && live {
+		return 409, "SESSION_BUSY", min(e.ExpiresAt-now, 5000)
+	}
+	if e, live, err := kvc.Get(keyBurst(cmd.SessionID)); err == nil && live {
+		return 409, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt - now
+	}
+	return 0, "", 0
+}
+
+// windowLimiter allows limit events per window per key (fixed windows,
+// in memory, on this node). Idle keys are dropped as windows roll.
+type windowLimiter struct {
+	mu     sync.Mutex
+	limit  int
+	window time.Duration
+	start  time.Time
+	counts map[string]int
+}
+
+func (l *windowLimiter) take(key string, now time.Time) (wait time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.counts == nil || now.Sub(l.start) >= l.window || now.Before(l.start) {
+		l.start, l.counts = now, map[string]int{}
+	}
+	if l.counts[key] >= l.limit {
+		return l.window - now.Sub(l.start), false
+	}
+	l.counts[key]++
+	return 0, true
+}
+
+// refund gives back an event taken at taken (if its window is still on).
+func (l *windowLimiter) refund(key string, taken time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.counts != nil && !taken.Before(l.start) && l.counts[key] > 0 {
+		l.counts[key]--
+	}
+}
+
+// rejectionCounts aggregates local rejections until the next flush.
+type rejectionCounts struct {
+	mu     sync.Mutex
+	counts map[rejectionKey]int64
+}
+
+type rejectionKey struct{ SessionID, Reason string }
+
+func (r *rejectionCounts) add(sessionID, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		r.counts = map[rejectionKey]int64{}
+	}
+	k := rejectionKey{sessionID, reason}
+	if _, seen := r.counts[k]; !seen && len(r.counts) >= maxRejectionKeys {
+		k.SessionID = ""
+	}
+	r.counts[k]++
+}
+
+// take returns the counts so far in a stable order and starts afresh.
+func (r *rejectionCounts) take() []rejectionRow {
+	r.mu.Lock()
+	counts := r.counts
+	r.counts = nil
+	r.mu.Unlock()
+	rows := make([]rejectionRow, 0, len(counts))
+	for k, n := range counts {
+		rows = append(rows, rejectionRow{SessionID: k.SessionID, Reason: k.Reason, Count: n})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].SessionID != rows[j].SessionID {
+			return rows[i].SessionID < rows[j].SessionID
+		}
+		return rows[i].Reason < rows[j].Reason
+	})
+	return rows
+}
+
+type rejectionRow struct {
+	SessionID string `json:"sessionId,omitempty"`
+	Reason    string `json:"reason"`
+	Count     int64  `json:"count"`
+}
+
+type rejectionSummaryCmd struct {
+	Node string         `json:"node"`
+	Rows []rejectionRow `json:"rows"`
+}
+
+// applyRejectionSummary writes one audit row per aggregated rejection.
+func applyRejectionSummary(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
+	var c rejectionSummaryCmd
+	if out, good := decodePayload(payload, &c); !good {
+		return out, nil
+	}
+	if len(c.Rows) > maxRejectionKeys+1 {
+		return json.Marshal(Result{Status: 400, Reason: "INVALID_REQUEST"})
+	}
+	for _, r := range c.Rows {
+		if r.Count < 1 || len(r.Reason) > 64 || len(r.SessionID) > 64 || !validText(r.Reason, 64, true) || !validText(r.SessionID, 64, false) {
+			continue
+		}
+		a := store.Audit{At: ctx.WallTime, SessionID: r.SessionID, ReasonCode: r.Reason, Node: c.Node,
+			IdempotentReplay: r.Reason == "IDEMPOTENT_REPLAY", Detail: "answered by " + c.Node + " before proposing, ×" + strconv.FormatInt(r.Count, 10)}
+		if err := store.InsertAudit(ctx.DB, a); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(Result{Status: 200})
+}
+
+// rejectionFlusher writes this node's aggregated rejections every
+// rejectionFlushEvery, until the node stops.
+func (s *Service) rejectionFlusher() {
+	t := time.NewTicker(rejectionFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.node.Done():
+			return
+		case <-t.C:
+		}
+		s.FlushRejections(context.Background())
+	}
+}
+
+// FlushRejections writes the aggregated local rejections now (one command).
+func (s *Service) FlushRejections(ctx context.Context) error {
+	rows := s.rejections.take()
+	if len(rows) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := s.commit(ctx, CmdRejectionSummary, rejectionSummaryCmd{Node: s.cfg.NodeID, Rows: rows}, false)
+	return err
+}
