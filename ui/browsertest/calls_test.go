@@ -1,8 +1,10 @@
 package browsertest
 
 import (
+	"encoding/csv"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,6 +19,24 @@ func TestGuestCallsAndReports(t *testing.T) {
 	b := startBrowser(t)
 	s := startStore(t)
 	n := s.leader()
+
+	// The day so far: 30 orders over six tables (distinct carts, so none
+	// is a payload replay), one of them cancelled.
+	menu := []string{"tonkotsu", "gyoza", "shio", "chahan", "oolong", "beer"}
+	var placed []int64
+	tables := make([]session, 6)
+	for i := range tables {
+		tables[i] = s.openSession(n, fmt.Sprintf("R%d", i+1))
+	}
+	for round := 0; round < 5; round++ {
+		for i, sess := range tables {
+			placed = append(placed, s.guestOrder([]int{n, (n + 1) % 3}, sess,
+				[]orderLine{{MenuID: menu[(i+round)%len(menu)], Quantity: round + 1, Toppings: []string{}}}, 20*time.Second))
+		}
+	}
+	if r := s.staff(n, "PATCH", fmt.Sprintf("/api/staff/orders/%d", placed[7]), map[string]string{"status": "CANCELLED"}); r.status != 200 {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
 
 	for k, d := range devices {
 		node := (n + k) % 3
@@ -68,6 +88,18 @@ func TestGuestCallsAndReports(t *testing.T) {
 		want := "¥" + commas(rep.Total)
 		st.waitFor("the total "+want, `document.querySelector('#reports-totals [data-stat="total"] strong').textContent === `+strconv.Quote(want), 10*time.Second)
 		st.screenshot("staff-reports-" + d.name)
+		// The CSV the page downloads (captured as the page hands it to
+		// the browser) sums to the JSON, with a BOM and a header row.
+		eval[bool](st, `(() => { window.__csv = null; const orig = URL.createObjectURL;
+			URL.createObjectURL = (blob) => { blob.arrayBuffer().then((b) => { const u = new Uint8Array(b);
+				window.__csvBOM = u[0] === 0xef && u[1] === 0xbb && u[2] === 0xbf;
+				window.__csv = new TextDecoder().decode(u); }); return orig(blob); }; return true; })()`)
+		st.click("#reports-csv")
+		st.waitFor("the CSV handed to the browser", `window.__csv !== null`, 10*time.Second)
+		if !eval[bool](st, `window.__csvBOM`) {
+			t.Error("the CSV has no UTF-8 BOM")
+		}
+		checkCSV(t, eval[string](st, `window.__csv`), s, n)
 		st.scrollBelowBars("#reports-tables")
 		st.screenshot("staff-reports-tables-" + d.name)
 
@@ -84,6 +116,41 @@ func TestGuestCallsAndReports(t *testing.T) {
 			st.waitFor("the day closed", `document.querySelector('#reports-result').textContent.includes('第1営業日')`, 10*time.Second)
 			st.screenshot("staff-dayclose-done-" + d.name)
 		}
+	}
+}
+
+// checkCSV: the by-item CSV's rows and TOTAL line sum to the JSON report.
+func checkCSV(t *testing.T, text string, s *store, n int) {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil || len(recs) < 3 || recs[0][0] != "key" || recs[0][4] != "total" {
+		t.Fatalf("csv %q: %v", text, err)
+	}
+	var rep struct {
+		Total     int64 `json:"total"`
+		Cancelled struct {
+			Orders int64 `json:"orders"`
+		} `json:"cancelled"`
+	}
+	s.staff(n, "GET", "/api/staff/reports/sales?by=item", nil).decode(t, &rep)
+	var sum int64
+	for _, rec := range recs[1:] {
+		v, _ := strconv.ParseInt(rec[4], 10, 64)
+		switch rec[0] {
+		case "TOTAL":
+			if v != rep.Total {
+				t.Errorf("csv TOTAL %d, JSON total %d", v, rep.Total)
+			}
+		case "CANCELLED":
+			if rec[2] != strconv.FormatInt(rep.Cancelled.Orders, 10) {
+				t.Errorf("csv CANCELLED %q, JSON %d", rec[2], rep.Cancelled.Orders)
+			}
+		default:
+			sum += v
+		}
+	}
+	if sum != rep.Total {
+		t.Errorf("csv rows sum %d, JSON total %d", sum, rep.Total)
 	}
 }
 
