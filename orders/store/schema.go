@@ -137,6 +137,8 @@ var migrations = []string{
 	);
 	CREATE INDEX calls_session ON calls(session_id, status);
 	CREATE INDEX calls_status ON calls(status, call_id);
+	-- reports read closed days' orders by seq range, archive included
+	CREATE INDEX orders_archive_seq ON orders_archive(seq);
 	CREATE TABLE day_closes (
 		day          INTEGER PRIMARY KEY,
 		label        TEXT NOT NULL,
