@@ -85,6 +85,7 @@ func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8)
 	add(CmdRejectionSummary, "orders.rejectionSummary", applyRejectionSummary)
 	add(CmdLoginFailure, "orders.loginFailure", applyLoginFailure)
 	add(CmdResetPIN, "orders.resetPIN", applyResetPIN)
+	registerCalls(add)
 }
 
 // Staff requests the forwarding layer may commit twice (a retry after an

@@ -118,12 +118,16 @@ func fzSeeds() [][]byte {
 	add(CmdOutboxSynced, outboxSyncedCmd{Seqs: []int64{1, 2, 3}})
 	add(CmdRevokeToken, revokeTokenCmd{TokenID: "0123456789abcdef0123456789abcdef", TTLms: 60000})
 	add(CmdHousekeeping, housekeepingCmd{ArchiveBeforeWall: fzFSMTime + 1, AuditBeforeWall: fzFSMTime + 1, Limit: 10})
+	add(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "bill"})
+	add(CmdCallDone, callDoneCmd{CallID: 1})
+	add(CmdCloseDay, closeDayCmd{Label: "2026-12-01", Force: true})
 	add(kv.CmdOp, map[string]any{"op": "txn", "conds": []map[string]any{{"key": "lock:x"}}, "ops": []map[string]any{{"key": "lock:x", "delete": true}}})
 	add(kv.CmdExpire, map[string]any{"limit": 10})
 	// Malformed payloads of known types: bad JSON, wrong types, values the
 	// HTTP layer never sends.
 	for _, t := range []raftfsm.CommandType{kv.CmdOp, kv.CmdExpire, CmdUpsertMenu, CmdSetStock, CmdOpenSession, CmdPlaceOrder, CmdSetOrderStatus,
-		CmdCheckoutBegin, CmdCheckoutCancel, CmdCheckout, CmdPINFailure, CmdForceRelease, CmdOutboxSynced, CmdRevokeToken, CmdHousekeeping} {
+		CmdCheckoutBegin, CmdCheckoutCancel, CmdCheckout, CmdPINFailure, CmdForceRelease, CmdOutboxSynced, CmdRevokeToken, CmdHousekeeping,
+		CmdGuestCall, CmdCallDone, CmdCloseDay} {
 		add(t, "")
 		add(t, "{")
 		add(t, "[]")

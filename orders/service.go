@@ -101,7 +101,7 @@ func (s *Service) publish(events []raftfsm.Event) {
 	out := make([]stream.Event, 0, len(events))
 	for _, e := range events {
 		switch e.Type {
-		case "order.created", "order.updated", "session.closed":
+		case "order.created", "order.updated", "session.closed", "call.created", "call.done":
 			out = append(out, stream.Event{ID: e.Index, Type: e.Type, Data: e.Data})
 		}
 	}
@@ -151,6 +151,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	guest.GET("/menu", s.guestMenu)
 	guest.GET("/orders", s.guestOrders)
 	guest.POST("/orders", s.guestOrder)
+	s.callRoutes(staff, guest)
 
 	s.clusterRoutes(e)
 }

@@ -237,6 +237,9 @@ func applyCheckout(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	if err := store.CloseSession(ctx.DB, c.SessionID, ctx.WallTime, c.Payment); err != nil {
 		return nil, err
 	}
+	if err := closeSessionCalls(ctx, c.SessionID); err != nil {
+		return nil, err
+	}
 	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
 	for _, p := range sessionPrefixes(c.SessionID) {
 		if _, err := t.DeletePrefix(p); err != nil {

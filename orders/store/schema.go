@@ -123,6 +123,30 @@ var migrations = []string{
 	ALTER TABLE sessions ADD COLUMN closed_fsm INTEGER;
 	ALTER TABLE orders_archive ADD COLUMN archived_fsm INTEGER;
 	CREATE INDEX orders_archive_fsm ON orders_archive(archived_fsm);`,
+	// 5: guest calls (staff / bill / water) and business-day closes. A
+	// day is the Raft indexes after the previous close up to its own:
+	// orders' seq is their Raft index, so a day's orders are a seq range.
+	`CREATE TABLE calls (
+		call_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+		session_id TEXT NOT NULL,
+		table_id   TEXT NOT NULL,
+		kind       TEXT NOT NULL,
+		status     TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		done_at    INTEGER
+	);
+	CREATE INDEX calls_session ON calls(session_id, status);
+	CREATE INDEX calls_status ON calls(status, call_id);
+	-- reports read closed days' orders by seq range, archive included
+	CREATE INDEX orders_archive_seq ON orders_archive(seq);
+	CREATE TABLE day_closes (
+		day          INTEGER PRIMARY KEY,
+		label        TEXT NOT NULL,
+		closed_index INTEGER NOT NULL,
+		closed_fsm   INTEGER NOT NULL,
+		closed_at    INTEGER NOT NULL,
+		forced       INTEGER NOT NULL DEFAULT 0
+	);`,
 }
 
 // SchemaVersion is the version this build migrates to.

@@ -437,6 +437,16 @@ export function createOrderSdk(options) {
     return getJSON(sessionPath(sessionId), pin);
   }
 
+  // callStaff asks for staff, the bill or water: {callId, kind, status}.
+  // A repeat answers the open call; CALL_TOO_SOON is not retried (its
+  // Retry-After is 30 s: the guest is told instead).
+  async function callStaff(sessionId, pin, kind) {
+    const init = { headers: guestHeaders(pin, { 'Content-Type': 'application/json' }), body: JSON.stringify({ kind }) };
+    const { res, data } = await exchange('POST', sessionPath(sessionId) + '/calls', init, { maxAttempts: 3, maxTotalMs: 8000 });
+    if (!res.ok) throw apiError(res, data);
+    return data || {};
+  }
+
   async function getMenu(sessionId, pin) {
     const d = await getJSON(sessionPath(sessionId) + '/menu', pin);
     return Array.isArray(d.items) ? d.items : [];
@@ -655,6 +665,7 @@ export function createOrderSdk(options) {
     getSession,
     getMenu,
     getOrders,
+    callStaff,
     inFlight: (sessionId) => inflight.has(String(sessionId)),
     onStale: (f) => staleListeners.push(f),
     pool,

@@ -51,6 +51,12 @@ const T = createI18n({
     'guest.history.empty': 'まだご注文はありません。',
     'guest.history.updated': '{time} 更新',
     'guest.closed.title': 'ご利用ありがとうございました',
+    'guest.call.staff': '店員を呼ぶ',
+    'guest.call.bill': 'お会計',
+    'guest.call.water': 'お水',
+    'guest.call.sent.staff': '店員をお呼びしました。少々お待ちください。',
+    'guest.call.sent.bill': 'お会計をお伝えしました。席でお待ちください。',
+    'guest.call.sent.water': 'お水をお持ちします。',
     'guest.notfound.title': 'テーブルが見つかりません',
     'guest.net': '接続が不安定です。自動で再試行しています…',
     'guest.offline': 'オフライン — 最後に確認できた注文を表示しています。いまは注文できません。',
@@ -98,6 +104,12 @@ const T = createI18n({
     'guest.history.empty': 'No orders yet.',
     'guest.history.updated': 'updated {time}',
     'guest.closed.title': 'Thank you for dining with us',
+    'guest.call.staff': 'Call staff',
+    'guest.call.bill': 'Bill please',
+    'guest.call.water': 'Water',
+    'guest.call.sent.staff': 'A staff member is on the way.',
+    'guest.call.sent.bill': 'We will bring your bill. Please stay seated.',
+    'guest.call.sent.water': 'We will bring water.',
     'guest.notfound.title': 'Table not found',
     'guest.net': 'The connection is unstable. Retrying automatically…',
     'guest.offline': 'Offline — showing the last known orders. Ordering is paused.',
@@ -736,6 +748,20 @@ function renderHistory() {
 
 // ---------------------------------------------------------------- wiring
 
+// ---------------------------------------------------------------- calls
+
+async function onCall(kind, btn) {
+  btn.disabled = true;
+  try {
+    await sdk.callStaff(sessionId, state.pin, kind);
+    toast(T.t('guest.call.sent.' + kind), 'ok');
+  } catch (e) {
+    if (!handleSessionError(e)) toast(e.message, 'error');
+  } finally {
+    btn.disabled = false;
+  }
+}
+
 function bind() {
   T.apply();
   T.bindToggle($('#lang-toggle'));
@@ -763,6 +789,7 @@ function bind() {
   $('#pin-input').addEventListener('input', (ev) => {
     ev.currentTarget.value = ev.currentTarget.value.replace(/\D/g, '').slice(0, 4);
   });
+  for (const b of $$('#call-bar button')) b.addEventListener('click', () => onCall(b.dataset.kind, b));
   $('#nav-menu').addEventListener('click', () => showScreen('menu'));
   $('#nav-cart').addEventListener('click', () => showScreen('cart'));
   $('#nav-history').addEventListener('click', () => showScreen('history'));

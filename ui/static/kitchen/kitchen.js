@@ -11,8 +11,9 @@ import { createStaffApi, menuBody } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
 import { safeStorage, fetchWithTimeout } from '/assets/cluster.js';
 import { $, h, clear, show, setError, mmss, pad2, toast, confirmDialog } from '/assets/dom.js';
+import { createCallsPanel, withCallStrings } from '/assets/calls.js';
 
-const T = createI18n({
+const T = createI18n(withCallStrings({
   ja: {
     'kitchen.brand': 'キッチン',
     'kitchen.empty': 'いまは注文がありません。',
@@ -73,7 +74,7 @@ const T = createI18n({
     'kitchen.soldout.out': 'Sold out',
     'kitchen.new': 'New order: table {table}',
   },
-});
+}));
 
 const OPEN = ['ACCEPTED', 'COOKING', 'READY'];
 const NEXT = { ACCEPTED: 'COOKING', COOKING: 'READY', READY: 'SERVED' };
@@ -180,7 +181,7 @@ function connect() {
     // another one, so the reconnecting is done here.
     streamLost();
   });
-  for (const type of ['snapshot', 'order.created', 'order.updated', 'session.closed']) {
+  for (const type of ['snapshot', 'order.created', 'order.updated', 'session.closed', 'call.created', 'call.done']) {
     es.addEventListener(type, (ev) => {
       if (es !== state.es) return;
       onEvent(type, ev);
@@ -243,11 +244,16 @@ function onEvent(type, ev) {
     replaceAll(data.orders || []);
     if (id != null) state.lastId = id;
     render();
+    calls.refresh(); // calls are not in the snapshot: ask
     return;
   }
   if (id != null && state.lastId != null && id <= state.lastId) return; // seen already
   if (id != null) state.lastId = id;
   switch (type) {
+    case 'call.created':
+    case 'call.done':
+      calls.refresh();
+      break;
     case 'order.created':
       if (data.order) {
         upsert(data.order);
@@ -581,6 +587,7 @@ async function startBoard() {
   api.pool.refresh().catch(() => {});
   await reload();
   if (!api.token()) return;
+  calls.start();
   connect();
 }
 
@@ -606,6 +613,8 @@ function bindLogin() {
 
 // ---------------------------------------------------------------- start
 
+const calls = createCallsPanel({ el: $('#calls-panel'), api, t: T.t, ring: beep });
+
 function start() {
   T.apply();
   T.bindToggle($('#lang-toggle'));
@@ -615,6 +624,7 @@ function start() {
     render();
     renderSound();
     renderSoldOut();
+    calls.render();
   });
   bindLogin();
   bindSound();

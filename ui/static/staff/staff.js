@@ -8,8 +8,15 @@ import { $, $$, h, clear, show, setError, yen, dateTimeOf, toast, confirmDialog 
 import { STRINGS } from '/staff/strings.js';
 import { createMenuPage, createStockPage } from '/staff/catalog.js';
 import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.js';
+import { createReportsPage, REPORT_STRINGS } from '/staff/reports.js';
+import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/calls.js';
 
-const T = createI18n(STRINGS);
+const T = createI18n(
+  withCallStrings({
+    ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja),
+    en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en),
+  }),
+);
 const api = createStaffApi();
 const ctx = { api, T };
 
@@ -277,7 +284,12 @@ const pages = {
   audit: createAuditPage(ctx),
   locks: createLocksPage(ctx),
   cluster: createClusterPage(ctx),
+  reports: createReportsPage(ctx),
 };
+
+// Open guest calls show above every page, live from the kitchen stream.
+const calls = createCallsPanel({ el: $('#calls-panel'), api, t: T.t, ring: chime });
+let unfollow = null;
 let current = null;
 
 function go(name) {
@@ -293,6 +305,9 @@ function go(name) {
 function showLogin(message) {
   if (current && pages[current].leave) pages[current].leave();
   current = null;
+  calls.stop();
+  if (unfollow) unfollow();
+  unfollow = null;
   show('#app', false);
   show('#logout', false);
   show('#login', true);
@@ -305,6 +320,8 @@ async function showApp() {
   show('#app', true);
   show('#logout', true);
   go(location.hash.slice(1) || 'tables');
+  calls.start();
+  if (!unfollow) unfollow = followCalls(calls, () => '/api/kitchen/stream?token=' + encodeURIComponent(api.token()));
   try {
     const st = await api.pool.refresh();
     if (st && st.nodeId) $('#node-label').textContent = T.t('staff.node', { id: st.nodeId });
@@ -326,6 +343,7 @@ function start() {
   T.bindToggle($('#lang-toggle'));
   T.onChange(() => {
     for (const p of Object.values(pages)) if (p.rerender) p.rerender();
+    calls.render();
     setOffline(!$('#offline-banner').hidden);
   });
   api.onStale(setOffline);

@@ -1,0 +1,78 @@
+package orders
+
+import (
+	"encoding/json"
+	"log/slog"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"masterorder/orders/store"
+	"masterorder/raftfsm"
+)
+
+// TestCallGapAndDayCloseOnFSMTime: the 30 s between a session's calls is
+// FSM time (a leader whose wall clock is 50 years off changes nothing):
+// 1 ms short is CALL_TOO_SOON with the 1 ms left, on the dot a new call
+// goes through. Day close counts open sessions and numbers days from 1.
+func TestCallGapAndDayCloseOnFSMTime(t *testing.T) {
+	f, err := raftfsm.Open(raftfsm.Options{Dir: t.TempDir(), Registry: fzRegistry(), Migrate: store.Migrate, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const fiftyYears = 50 * 365 * 24 * 3600 * 1000
+	index := uint64(0)
+	apply := func(typ raftfsm.CommandType, payload any, fsm int64) Result {
+		t.Helper()
+		p, _ := json.Marshal(payload)
+		index++
+		cmd := raftfsm.Command{Type: typ, Version: versionOf(typ), FSMTime: fsm, WallTime: fsm - fiftyYears, Payload: p}
+		res, _ := f.ApplyBatch([]*raft.Log{{Index: index, Term: 1, Type: raft.LogCommand, Data: cmd.Encode()}})[0].(raftfsm.Response)
+		if res.Err != nil {
+			t.Fatalf("entry %d: %v", index, res.Err)
+		}
+		var out Result
+		json.Unmarshal(res.Data, &out)
+		return out
+	}
+	t0 := int64(fzFSMTime)
+	for _, e := range fzSetup() {
+		c, err := raftfsm.Decode(e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		json.Unmarshal(c.Payload, &v)
+		apply(c.Type, v, t0)
+	}
+	if r := apply(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "staff"}, t0); r.Status != 200 {
+		t.Fatalf("first call: %+v", r)
+	}
+	if r := apply(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "water"}, t0+callGapMs-1); r.Status != 429 || r.Reason != "CALL_TOO_SOON" || r.RetryAfterMs != 1 {
+		t.Fatalf("1 ms early: %+v", r)
+	}
+	// Another session is not held back by this one's call.
+	if r := apply(CmdGuestCall, guestCallCmd{SessionID: fzSession2, Kind: "water"}, t0+1); r.Status != 200 {
+		t.Fatalf("other session: %+v", r)
+	}
+	if r := apply(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "water"}, t0+callGapMs); r.Status != 200 {
+		t.Fatalf("after 30 s: %+v", r)
+	}
+	var calls []store.Call
+	f.Read(func(q raftfsm.Querier) (err error) { calls, err = store.ListCalls(q, store.CallOpen, "", 10); return })
+	if len(calls) != 3 {
+		t.Fatalf("open calls: %+v", calls)
+	}
+	if r := apply(CmdCloseDay, closeDayCmd{Label: "2026-12-01"}, t0+callGapMs+1); r.Status != 409 || r.Reason != "SESSIONS_OPEN" {
+		t.Fatalf("close with open sessions: %+v", r)
+	}
+	var closed DayClosed
+	r := apply(CmdCloseDay, closeDayCmd{Label: "2026-12-01", Force: true}, t0+callGapMs+2)
+	if r.Status != 200 || json.Unmarshal(r.Body, &closed) != nil || closed.Day != 1 || closed.ClosedIndex != index || closed.OpenSessions != 3 { // fzSetup opens three
+		t.Fatalf("forced close: %+v %s", r, r.Body)
+	}
+	if r := apply(CmdCloseDay, closeDayCmd{Label: "2026-12-1", Force: true}, t0+callGapMs+3); r.Status != 400 {
+		t.Fatalf("bad label: %+v", r)
+	}
+}
