@@ -29,6 +29,7 @@ func Attach(n *node.Node, opts Options) (*Service, error) {
 	s.Routes(n.Echo())
 	s.instrument()
 	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)
+	n.AddLeaderWorker("printing", s.printWorker)
 	return s, nil
 }
 

@@ -82,6 +82,7 @@ func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8)
 	add(CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
 	add(CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
 	add(CmdCloudState, "orders.cloudState", applyCloudState)
+	registerPrinting(add)
 }
 
 // Staff requests the forwarding layer may commit twice (a retry after an

@@ -114,6 +114,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	staff.GET("/locks", s.listLocks)
 	staff.DELETE("/locks/:key", s.releaseLock)
 	staff.GET("/qr", ui.QRHandler)
+	s.printerRoutes(staff)
 
 	kitchen := e.Group("/api/kitchen", s.auth.Middleware())
 	kitchen.GET("/orders", s.kitchenOrders)
