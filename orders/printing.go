@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -386,10 +387,12 @@ var (
 // printWorker runs on the leader: one sender per configured printer.
 func (s *Service) printWorker(ctx context.Context) {
 	senders := map[string]context.CancelFunc{}
+	var running sync.WaitGroup
 	defer func() {
 		for _, stop := range senders {
 			stop()
 		}
+		running.Wait() // a deposed leader sends nothing more
 	}()
 	t := time.NewTicker(printPoll)
 	defer t.Stop()
@@ -399,10 +402,14 @@ func (s *Service) printWorker(ctx context.Context) {
 			live := map[string]bool{}
 			for _, p := range ps {
 				live[p.PrinterID] = true
-				if _, running := senders[p.PrinterID]; !running {
+				if _, started := senders[p.PrinterID]; !started {
 					sctx, stop := context.WithCancel(ctx)
 					senders[p.PrinterID] = stop
-					go s.printerSender(sctx, p.PrinterID)
+					running.Add(1)
+					go func(id string) {
+						defer running.Done()
+						s.printerSender(sctx, id)
+					}(p.PrinterID)
 				}
 			}
 			for id, stop := range senders {

@@ -232,7 +232,9 @@ func (s *store) staffOrder(t *testing.T, node int, sess session, body any) int64
 	key := newKey()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		r := s.do(s.running(node), "POST", "/api/staff/orders?sessionId="+sess.ID, map[string]string{
+		// Nodes in turn, not s.running: a fault goroutine stops and
+		// starts nodes meanwhile; a stopped one just refuses.
+		r := s.do(node%len(s.c.Configs), "POST", "/api/staff/orders?sessionId="+sess.ID, map[string]string{
 			"Authorization": "Bearer " + s.token, "Idempotency-Key": key}, body)
 		if r.Status == 200 {
 			var out struct{ OrderID int64 }
@@ -319,7 +321,7 @@ func TestPrintTicketDecoded(t *testing.T) {
 // a bounded timeout and a retry; its queue shows meanwhile; a resend is
 // marked as a copy, never a second original.
 func TestPrintFaults(t *testing.T) {
-	defer orders.SetPrintIO(time.Second, 2*time.Second)()
+	t.Cleanup(orders.SetPrintIO(time.Second, 2*time.Second)) // after the nodes stop
 	s := startStore(t, 3, nil)
 	s.seedMenu()
 	p := startPrinter(t)
@@ -369,7 +371,7 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault run")
 	}
-	defer orders.SetPrintIO(time.Second, 3*time.Second)()
+	t.Cleanup(orders.SetPrintIO(time.Second, 3*time.Second)) // after the nodes stop
 	s := startStore(t, 3, nil)
 	s.seedMenu()
 	p := startPrinter(t)
