@@ -8,6 +8,7 @@ import { $, $$, h, clear, show, setError, yen, dateTimeOf, toast, confirmDialog 
 import { STRINGS } from '/staff/strings.js';
 import { createMenuPage, createStockPage } from '/staff/catalog.js';
 import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.js';
+import { createPrintersPage } from '/staff/printers.js';
 
 const T = createI18n(STRINGS);
 const api = createStaffApi();
@@ -258,6 +259,7 @@ const pages = {
   stock: createStockPage(ctx),
   audit: createAuditPage(ctx),
   locks: createLocksPage(ctx),
+  printers: createPrintersPage(ctx),
   cluster: createClusterPage(ctx),
 };
 let current = null;
