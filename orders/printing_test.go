@@ -458,3 +458,39 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 	})
 	s.c.AssertIdentical(time.Minute)
 }
+
+// TestPrintReceiptAtCheckout: a receipts printer prints the bill at
+// checkout (total, tax included, payment); a kitchen-only printer does not.
+func TestPrintReceiptAtCheckout(t *testing.T) {
+	s := startStore(t, 3, nil)
+	s.seedMenu()
+	kitchen, till := startPrinter(t), startPrinter(t)
+	s.addPrinter("k", kitchen.addr, false)
+	s.mustStaff(0, "PUT", "/api/staff/printers/till", map[string]any{"addr": till.addr, "stations": []string{}, "receipts": true, "name": "レジ"})
+	sess := s.openSession("T3")
+	s.staffOrder(t, 0, sess, cart(line("ramen", 1, "egg"), line("tea", 2)))
+	s.mustStaff(1, "POST", "/api/staff/sessions/"+sess.ID+"/checkout", map[string]string{"payment": "card"})
+	var receipt escpos.Printed
+	waitFor(t, "the receipt", 30*time.Second, func() bool {
+		_, _, all := till.tickets()
+		if len(all) > 0 {
+			receipt = all[0]
+			return true
+		}
+		return false
+	})
+	// 900+120 + 2×300 = 1620, of which 10 % tax: 1620×10/110 = 147.
+	for _, want := range []string{"領収書 / RECEIPT", "テーブル T3", "醤油ラーメン x1  1020円", "烏龍茶 x2  600円", "合計 1620円", "(内消費税 147円)", "支払 card"} {
+		if !receipt.Has(want) {
+			t.Errorf("receipt lacks %q: %q", want, receipt.Lines)
+		}
+	}
+	waitFor(t, "the kitchen ticket", 30*time.Second, func() bool { _, _, all := kitchen.tickets(); return len(all) == 1 })
+	time.Sleep(time.Second)
+	if _, _, all := till.tickets(); len(all) != 1 {
+		t.Errorf("the till printed %d documents, want the receipt only", len(all))
+	}
+	if _, _, all := kitchen.tickets(); len(all) != 1 || all[0].Has("RECEIPT") {
+		t.Errorf("the kitchen printed %d documents, want its ticket only", len(all))
+	}
+}
