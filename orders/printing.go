@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -435,7 +438,7 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 	report := func(online bool, err error) {
 		st := printerStateCmd{PrinterID: id, Online: online}
 		if err != nil {
-			e := err.Error()
+			e := printErrText(err)
 			st.LastError = &e
 		}
 		if reported != nil && reported.Online == st.Online && sameStr(reported.LastError, st.LastError) {
@@ -470,6 +473,9 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 		if err == nil {
 			err = s.printOne(ctx, p, job)
 		}
+		if errors.Is(err, errLostRace) {
+			continue // read the job again
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -496,7 +502,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 	d := net.Dialer{Timeout: printDialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", p.Addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
 	r, err := s.commit(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printBegin, Attempts: job.Attempts}, false)
@@ -509,11 +515,11 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 	data := append(escpos.Render(doc, job.Attempts > 0, time.Local), escpos.StatusRequest...)
 	conn.SetDeadline(time.Now().Add(printIOTimeout))
 	if _, err := conn.Write(data); err != nil {
-		return fmt.Errorf("send to printer: %w", err)
+		return fmt.Errorf("send: %w", err)
 	}
 	var status [1]byte
 	if _, err := conn.Read(status[:]); err != nil {
-		return fmt.Errorf("printer did not confirm: %w", err)
+		return fmt.Errorf("confirm: %w", err)
 	}
 	// Printed: keep trying to say so while this node leads, since a job
 	// left begun prints again (as a copy) under the next sender.
@@ -535,9 +541,32 @@ func probe(ctx context.Context, addr string) error {
 	d := net.Dialer{Timeout: printDialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect: %w", err)
 	}
 	return conn.Close()
+}
+
+// printErrText is a printer error as replicated: the stage and the kind
+// of failure, without the ephemeral addresses, so a printer failing the
+// same way does not write a new state to the log on every retry.
+func printErrText(err error) string {
+	stage, _, _ := strings.Cut(err.Error(), ":")
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return stage + ": connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF):
+		return stage + ": connection reset"
+	case errors.As(err, &ne) && ne.Timeout():
+		return stage + ": timeout"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return stage + ": unreachable"
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return stage + ": unknown host"
+	}
+	return stage + ": failed"
 }
 
 // printBackoff is the wait after n failures in a row: full jitter up to

@@ -339,6 +339,9 @@ func TestPrintFaults(t *testing.T) {
 			return len(ps) == 1 && ps[0].Queued >= 1 && !ps[0].Online && ps[0].LastError != nil
 		})
 		if mode < 0 {
+			if ps := s.printers(0); *ps[0].LastError != "connect: connection refused" {
+				t.Errorf("a printer that is off: lastError %q", *ps[0].LastError)
+			}
 			p.on()
 		} else {
 			p.off() // drop the stalled connection
