@@ -33,6 +33,7 @@ func Attach(n *node.Node, opts Options) (*Service, error) {
 	s.instrument()
 	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)
 	go s.rejectionFlusher()
+	n.AddLeaderWorker("printing", s.printWorker)
 	return s, nil
 }
 

@@ -86,6 +86,7 @@ func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8)
 	add(CmdLoginFailure, "orders.loginFailure", applyLoginFailure)
 	add(CmdResetPIN, "orders.resetPIN", applyResetPIN)
 	registerCalls(add)
+	registerPrinting(add)
 }
 
 // Staff requests the forwarding layer may commit twice (a retry after an

@@ -36,6 +36,7 @@ var messages = map[string][2]string{
 	"MENU_ITEM_NOT_FOUND":       {"メニュー項目が見つかりません。", "Menu item not found."},
 	"SKU_NOT_FOUND":             {"在庫の対象が見つかりません。", "No menu item or topping has this sku."},
 	"LOCK_NOT_FOUND":            {"ロックが見つかりません。", "No such live key."},
+	"PRINTER_NOT_FOUND":         {"プリンターが見つかりません。", "Printer not found."},
 	"SESSION_EXISTS":            {"セッションは既に存在します。", "The session already exists."},
 	"MALFORMED_COMMAND":         {"内部コマンドが正しくありません。", "Malformed command."},
 	"BODY_TOO_LARGE":            {"リクエストが大きすぎます。", "Request body too large."},

@@ -6,6 +6,7 @@ import (
 
 	"masterorder/kv"
 	"masterorder/orders/admission"
+	"masterorder/orders/printing/escpos"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
@@ -260,6 +261,10 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		return nil, err
 	}
 	order.CreatedAt, order.UpdatedAt = store.FormatTime(ctx.WallTime), store.FormatTime(ctx.WallTime)
+	// The kitchen tickets go in the same Apply: no order without its jobs.
+	if _, err := queueTickets(ctx, order, escpos.KindTicket); err != nil {
+		return nil, err
+	}
 	emitOrder(ctx, "order.created", order)
 	return answer(body, false)
 }

@@ -25,6 +25,7 @@ var kitchenCalls = map[string]bool{
 	"POST /api/staff/logout":             true,
 	"GET /api/staff/calls":               true,
 	"POST /api/staff/calls/:callId/done": true,
+	"GET /api/staff/printers":            true, // the kitchen's printer-offline banner (read only)
 }
 
 // roleGuard runs after the staff middleware: a kitchen token passes only

@@ -257,6 +257,9 @@ func applyCheckout(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	if err := store.InsertAudit(ctx.DB, store.Audit{At: ctx.WallTime, SessionID: c.SessionID, ReasonCode: "CHECKED_OUT", Node: c.Node}); err != nil {
 		return nil, err
 	}
+	if err := queueReceipts(ctx, st, c.Payment); err != nil {
+		return nil, err
+	}
 	ctx.Emit("session.closed", mustJSON(map[string]string{"type": "session.closed", "sessionId": s.SessionID, "tableId": s.TableID}))
 	done := checkoutDone{SessionID: s.SessionID, Total: st.Total, Tax: st.Tax, Orders: st.Orders}
 	if c.Payment != "" {

@@ -147,6 +147,26 @@ var migrations = []string{
 		closed_at    INTEGER NOT NULL,
 		forced       INTEGER NOT NULL DEFAULT 0
 	);`,
+	// 6: kitchen printers and their print outbox. A job is deleted once
+	// printed; attempts counts sends begun (a resend prints as a copy).
+	`CREATE TABLE printers (
+		printer_id TEXT PRIMARY KEY,
+		name       TEXT NOT NULL DEFAULT '',
+		addr       TEXT NOT NULL,
+		stations   TEXT NOT NULL,
+		receipts   INTEGER NOT NULL DEFAULT 0,
+		online     INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT
+	);
+	CREATE TABLE print_jobs (
+		job_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+		printer_id TEXT NOT NULL,
+		order_id   INTEGER NOT NULL,
+		doc        TEXT NOT NULL,
+		attempts   INTEGER NOT NULL DEFAULT 0,
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX print_jobs_printer ON print_jobs(printer_id, job_id);`,
 }
 
 // SchemaVersion is the version this build migrates to.

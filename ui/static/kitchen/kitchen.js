@@ -23,6 +23,7 @@ const T = createI18n(withCallStrings({
     'kitchen.conn.reconnecting': '切断 — 再接続中…',
     'kitchen.banner': '接続が切れました。再接続中です… 新しい注文が表示されない可能性があります。',
     'kitchen.offline': 'オフライン — 最後に受け取った注文を表示しています。サーバーの復旧後に新しい注文が届きます。',
+    'kitchen.printerOffline': 'プリンター停止中: {names}（待ち {n} 枚）。復旧すると印刷されます。',
     'kitchen.bump.ACCEPTED': '調理開始',
     'kitchen.bump.COOKING': 'できあがり',
     'kitchen.bump.READY': '提供済み',
@@ -53,6 +54,7 @@ const T = createI18n(withCallStrings({
     'kitchen.conn.reconnecting': 'Disconnected — reconnecting…',
     'kitchen.banner': 'Disconnected. Reconnecting… New orders may not show until the connection is back.',
     'kitchen.offline': 'Offline — showing the last known orders. New orders arrive once the servers are back.',
+    'kitchen.printerOffline': 'Printer offline: {names} ({n} queued). Tickets print once it is back.',
     'kitchen.bump.ACCEPTED': 'Start cooking',
     'kitchen.bump.COOKING': 'Ready',
     'kitchen.bump.READY': 'Served',
@@ -141,6 +143,26 @@ async function checkOffline(es) {
   } catch (_) {
     // the stream itself notices a dead box
   }
+}
+
+// checkPrinters warns when a ticket printer is offline (its tickets
+// queue on the cluster and print when it is back).
+let printersDown = [];
+async function checkPrinters() {
+  try {
+    const d = await api.get('/api/staff/printers', { timeoutMs: 5000 });
+    printersDown = ((d && d.printers) || []).filter((p) => !p.online);
+  } catch (_) {
+    return; // the connection banners speak for a dead box
+  }
+  renderPrinters();
+}
+
+function renderPrinters() {
+  const b = $('#printer-banner');
+  const n = printersDown.reduce((a, p) => a + (p.queued || 0), 0);
+  b.textContent = T.t('kitchen.printerOffline', { names: printersDown.map((p) => p.name || p.printerId).join(', '), n });
+  b.hidden = printersDown.length === 0;
 }
 
 // ---------------------------------------------------------------- stream
@@ -589,6 +611,7 @@ async function startBoard() {
   if (!api.token()) return;
   calls.start();
   connect();
+  checkPrinters();
 }
 
 function bindLogin() {
@@ -621,6 +644,7 @@ function start() {
   T.onChange(() => {
     setConn(state.conn);
     setOffline(state.offline);
+    renderPrinters();
     render();
     renderSound();
     renderSoldOut();
@@ -632,6 +656,9 @@ function start() {
   $('#soldout-open').addEventListener('click', openSoldOut);
   $('#soldout-close').addEventListener('click', () => show('#soldout-panel', false));
   setInterval(tick, 1000);
+  setInterval(() => {
+    if (api.token()) checkPrinters();
+  }, 10000);
   setConn('connecting');
   if (api.token()) startBoard();
   else showLogin();

@@ -10,6 +10,7 @@ import { createMenuPage, createStockPage } from '/staff/catalog.js';
 import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.js';
 import { createReportsPage, REPORT_STRINGS } from '/staff/reports.js';
 import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/calls.js';
+import { createPrintersPage } from '/staff/printers.js';
 
 const T = createI18n(
   withCallStrings({
@@ -283,6 +284,7 @@ const pages = {
   stock: createStockPage(ctx),
   audit: createAuditPage(ctx),
   locks: createLocksPage(ctx),
+  printers: createPrintersPage(ctx),
   cluster: createClusterPage(ctx),
   reports: createReportsPage(ctx),
 };

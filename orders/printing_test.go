@@ -1,0 +1,499 @@
+package orders_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"masterorder/orders"
+	"masterorder/orders/printing/escpos"
+)
+
+// Printer modes of fakePrinter.
+const (
+	printOK        = iota
+	printReset     // reads part of the ticket, then resets the connection
+	printStall     // accepts, never reads
+	printFlaky     // resets at random: before the cut or after it, before confirming
+	printResetDone // reads the whole ticket (it printed), resets before confirming
+)
+
+// fakePrinter is a raw TCP 9100 printer on a free loopback port: it
+// records what it would print (documents decoded from the ESC/POS stream,
+// whole only when they reached the cut) and answers GS r 1 with status 0.
+type fakePrinter struct {
+	t    *testing.T
+	addr string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	mode  int
+	docs  []escpos.Printed
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+func startPrinter(t *testing.T) *fakePrinter {
+	p := &fakePrinter{t: t, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *fakePrinter) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns[c] = true
+			mode := p.mode
+			p.mu.Unlock()
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.handle(c, mode)
+				p.mu.Lock()
+				delete(p.conns, c)
+				p.mu.Unlock()
+			}()
+		}
+	}()
+}
+
+func (p *fakePrinter) setMode(m int) {
+	p.mu.Lock()
+	p.mode = m
+	p.mu.Unlock()
+}
+
+// handle reads one connection as a printer would.
+func (p *fakePrinter) handle(c net.Conn, mode int) {
+	defer c.Close()
+	if mode == printStall {
+		for p.open(c) { // never read: park until the printer is switched off
+			time.Sleep(50 * time.Millisecond)
+		}
+		return
+	}
+	if mode == printFlaky {
+		mode = []int{printOK, printOK, printOK, printReset, printResetDone}[rand.IntN(5)]
+	}
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for {
+		n, err := c.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if mode == printReset && len(buf) > 20 {
+			p.record(buf[:len(buf)/2])
+			reset(c)
+			return
+		}
+		if bytes.HasSuffix(buf, escpos.StatusRequest) {
+			p.record(buf[:len(buf)-len(escpos.StatusRequest)])
+			if mode == printResetDone {
+				reset(c)
+				return
+			}
+			c.Write([]byte{0})
+			buf = nil
+		}
+		if err != nil {
+			if len(buf) > 0 {
+				p.record(buf)
+			}
+			return
+		}
+	}
+}
+
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+func (p *fakePrinter) record(stream []byte) {
+	docs, err := escpos.Decode(stream)
+	if err != nil && !strings.Contains(err.Error(), "cut short") {
+		p.t.Errorf("printer got a stream it cannot read: %v", err)
+	}
+	p.mu.Lock()
+	p.docs = append(p.docs, docs...)
+	p.mu.Unlock()
+}
+
+func (p *fakePrinter) open(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns[c]
+}
+
+// off stops listening and drops open connections (a printer switched off).
+func (p *fakePrinter) off() {
+	p.mu.Lock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+	p.mu.Unlock()
+}
+
+// on listens again on the same address.
+func (p *fakePrinter) on() {
+	var ln net.Listener
+	var err error
+	for i := 0; i < 50; i++ {
+		if ln, err = net.Listen("tcp", p.addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		p.t.Fatalf("printer back on %s: %v", p.addr, err)
+	}
+	p.serve(ln)
+}
+
+func (p *fakePrinter) stop() {
+	p.off()
+	p.wg.Wait()
+}
+
+// tickets counts whole tickets per ticket number: originals and copies.
+func (p *fakePrinter) tickets() (originals, copies map[string]int, all []escpos.Printed) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	originals, copies = map[string]int{}, map[string]int{}
+	for _, d := range p.docs {
+		if !d.Cut {
+			continue // cut short: a cook tears off half a ticket
+		}
+		all = append(all, d)
+		if len(d.Double) == 0 {
+			continue
+		}
+		num := strings.TrimPrefix(d.Double[0], "No.")
+		if d.Has(escpos.MarkCopy) || d.Has(escpos.MarkReprint) {
+			copies[num]++
+		} else {
+			originals[num]++
+		}
+	}
+	return originals, copies, all
+}
+
+type printerView struct {
+	PrinterID string   `json:"printerId"`
+	Addr      string   `json:"addr"`
+	Stations  []string `json:"stations"`
+	Online    bool     `json:"online"`
+	LastError *string  `json:"lastError"`
+	Queued    int64    `json:"queued"`
+}
+
+func (s *store) printers(i int) []printerView {
+	s.t.Helper()
+	var out struct{ Printers []printerView }
+	s.mustStaff(i, "GET", "/api/staff/printers", nil).json(s.t, &out)
+	return out.Printers
+}
+
+func (s *store) addPrinter(id, addr string, receipts bool) {
+	s.t.Helper()
+	s.mustStaff(s.running(0), "PUT", "/api/staff/printers/"+id, map[string]any{"addr": addr, "stations": []string{"kitchen"}, "receipts": receipts, "name": "厨房"})
+}
+
+// staffOrder places an order as staff, retrying with the same key until
+// it is acknowledged (a replay answers the first order).
+func (s *store) staffOrder(t *testing.T, node int, sess session, body any) int64 {
+	key := newKey()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		// Nodes in turn, not s.running: a fault goroutine stops and
+		// starts nodes meanwhile; a stopped one just refuses.
+		r := s.do(node%len(s.c.Configs), "POST", "/api/staff/orders?sessionId="+sess.ID, map[string]string{
+			"Authorization": "Bearer " + s.token, "Idempotency-Key": key}, body)
+		if r.Status == 200 {
+			var out struct{ OrderID int64 }
+			r.json(t, &out)
+			return out.OrderID
+		}
+		if r.Status > 0 && r.Status < 500 && r.Status != 409 && r.Status != 429 {
+			t.Errorf("staff order: %d %s", r.Status, r.Body)
+			return 0
+		}
+		time.Sleep(200 * time.Millisecond)
+		node++
+	}
+	t.Errorf("staff order never acknowledged")
+	return 0
+}
+
+// TestPrintTicketDecoded: what a cook reads off the paper, decoded from
+// the byte stream; reprints are marked; the API's errors.
+func TestPrintTicketDecoded(t *testing.T) {
+	s := startStore(t, 3, nil)
+	s.seedMenu()
+	p := startPrinter(t)
+	s.addPrinter("kitchen-1", p.addr, false)
+	sess := s.openSession("T7")
+	id := s.staffOrder(t, 0, sess, cart(line("ramen", 2, "egg", "nori"), line("gyoza", 1)))
+	num := fmt.Sprint(id)
+	var doc escpos.Printed
+	waitFor(t, "the ticket", 30*time.Second, func() bool {
+		orig, _, all := p.tickets()
+		if orig[num] == 1 {
+			doc = all[0]
+			return true
+		}
+		return false
+	})
+	if !doc.Kanji || !doc.SJIS {
+		t.Errorf("kanji mode %v, Shift_JIS %v", doc.Kanji, doc.SJIS)
+	}
+	if len(doc.Double) == 0 || doc.Double[0] != "No."+num {
+		t.Errorf("big line %q, want No.%s", doc.Double, num)
+	}
+	for _, want := range []string{"テーブル T7", "2 x 醤油ラーメン", "+ 味玉", "+ 海苔", "1 x 餃子"} {
+		if !doc.Has(want) {
+			t.Errorf("ticket lacks %q: %q", want, doc.Lines)
+		}
+	}
+	waitFor(t, "printer online, queue empty", 30*time.Second, func() bool {
+		ps := s.printers(0)
+		return len(ps) == 1 && ps[0].Online && ps[0].Queued == 0 && ps[0].LastError == nil
+	})
+
+	s.mustStaff(0, "POST", fmt.Sprintf("/api/staff/orders/%d/reprint", id), nil)
+	waitFor(t, "the reprint", 30*time.Second, func() bool { _, c, _ := p.tickets(); return c[num] == 1 })
+	if orig, _, all := p.tickets(); orig[num] != 1 || !all[len(all)-1].Has(escpos.MarkReprint) {
+		t.Errorf("originals %d, last %q", orig[num], all[len(all)-1].Lines)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		body         any
+		status       int
+		reason       string
+	}{
+		{"POST", "/api/staff/orders/999999/reprint", nil, 404, "ORDER_NOT_FOUND"},
+		{"DELETE", "/api/staff/printers/nope", nil, 404, "PRINTER_NOT_FOUND"},
+		{"PUT", "/api/staff/printers/bad%20id", map[string]any{"addr": "127.0.0.1:9100"}, 400, "INVALID_ID"},
+		{"PUT", "/api/staff/printers/p1", map[string]any{"addr": "no-port"}, 400, "INVALID_REQUEST"},
+		{"PUT", "/api/staff/printers/p1", map[string]any{"addr": "h:9100", "stations": []string{"bad station"}}, 400, "INVALID_REQUEST"},
+		{"PUT", "/api/staff/printers/p1", map[string]any{"addr": "h:9100", "name": strings.Repeat("x", 65)}, 400, "INVALID_REQUEST"},
+	} {
+		r := s.staff(0, c.method, c.path, c.body)
+		if r.Status != c.status || r.reason(t) != c.reason {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, r.Status, r.Body, c.status, c.reason)
+		}
+	}
+	s.mustStaff(0, "DELETE", "/api/staff/printers/kitchen-1", nil)
+	if ps := s.printers(0); len(ps) != 0 {
+		t.Errorf("after delete: %+v", ps)
+	}
+}
+
+// TestPrintFaults: a printer that refuses, stalls or resets mid-job gets
+// a bounded timeout and a retry; its queue shows meanwhile; a resend is
+// marked as a copy, never a second original.
+func TestPrintFaults(t *testing.T) {
+	t.Cleanup(orders.SetPrintIO(time.Second, 2*time.Second)) // after the nodes stop
+	s := startStore(t, 3, nil)
+	s.seedMenu()
+	p := startPrinter(t)
+	s.addPrinter("k", p.addr, false)
+	sess := s.openSession("T1")
+	for _, mode := range []int{-1, printStall, printReset, printResetDone} {
+		if mode < 0 {
+			p.off()
+		} else {
+			p.setMode(mode)
+		}
+		id := fmt.Sprint(s.staffOrder(t, 0, sess, cart(line("tea", 1))))
+		waitFor(t, fmt.Sprintf("mode %d: queued, offline with an error", mode), 60*time.Second, func() bool {
+			ps := s.printers(0)
+			return len(ps) == 1 && ps[0].Queued >= 1 && !ps[0].Online && ps[0].LastError != nil
+		})
+		if mode < 0 {
+			if ps := s.printers(0); *ps[0].LastError != "connect: connection refused" {
+				t.Errorf("a printer that is off: lastError %q", *ps[0].LastError)
+			}
+			p.on()
+		} else {
+			p.off() // drop the stalled connection
+			p.setMode(printOK)
+			p.on()
+		}
+		waitFor(t, fmt.Sprintf("mode %d: printed when back", mode), 60*time.Second, func() bool {
+			ps := s.printers(0)
+			orig, cp, _ := p.tickets()
+			return orig[id]+cp[id] >= 1 && ps[0].Queued == 0 && ps[0].Online
+		})
+		orig, cp, _ := p.tickets()
+		if orig[id] > 1 {
+			t.Errorf("mode %d: order %s printed %d times unmarked", mode, id, orig[id])
+		}
+		if mode == -1 && (orig[id] != 1 || cp[id] != 0) {
+			t.Errorf("refused printer: %d originals %d copies, want 1 and 0", orig[id], cp[id])
+		}
+		if mode == printResetDone && (cp[id] < 1 || orig[id] != 1) {
+			t.Errorf("reset before confirming: %d originals %d copies, want 1 and the resends marked", orig[id], cp[id])
+		}
+	}
+}
+
+// TestPrintExactlyOnceUnderFaults: orders through every node while the
+// leader is stopped twice and the printer is off for 10 s, then resets
+// at random: every acknowledged order's ticket prints, never twice
+// unmarked.
+func TestPrintExactlyOnceUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault run")
+	}
+	t.Cleanup(orders.SetPrintIO(time.Second, 3*time.Second)) // after the nodes stop
+	s := startStore(t, 3, nil)
+	s.seedMenu()
+	p := startPrinter(t)
+	s.addPrinter("k", p.addr, false)
+	sessions := make([]session, 6)
+	for i := range sessions {
+		sessions[i] = s.openSession(fmt.Sprintf("T%d", i+1))
+	}
+	const total = 150
+	var mu sync.Mutex
+	var acked []int64
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for n := range next {
+				if id := s.staffOrder(t, n, sessions[w], cart(line("tea", 1))); id != 0 {
+					mu.Lock()
+					acked = append(acked, id)
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	faults := make(chan struct{})
+	go func() {
+		defer close(faults)
+		for k := 0; k < 2; k++ {
+			time.Sleep(2 * time.Second)
+			li, _ := s.c.WaitLeader(30 * time.Second)
+			s.c.StopNode(li)
+			if k == 0 {
+				p.off()
+			}
+			time.Sleep(3 * time.Second)
+			s.c.StartNode(li)
+		}
+		time.Sleep(4 * time.Second) // printer off ~10 s in all
+		p.setMode(printFlaky)
+		p.on()
+	}()
+	for i := 0; i < total; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	<-faults
+	if len(acked) != total {
+		t.Fatalf("%d of %d orders acknowledged", len(acked), total)
+	}
+	time.Sleep(2 * time.Second)
+	p.setMode(printOK)
+	waitFor(t, "every ticket printed", 3*time.Minute, func() bool {
+		orig, cp, _ := p.tickets()
+		for _, id := range acked {
+			if n := fmt.Sprint(id); orig[n]+cp[n] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	orig, cp, _ := p.tickets()
+	copies := 0
+	for _, id := range acked {
+		n := fmt.Sprint(id)
+		if orig[n] > 1 {
+			t.Errorf("order %s printed %d times unmarked", n, orig[n])
+		}
+		copies += cp[n]
+	}
+	t.Logf("%d orders, %d originals, %d marked copies", len(acked), len(orig), copies)
+	waitFor(t, "queues empty on every node", time.Minute, func() bool {
+		for i := range s.c.Nodes {
+			if s.c.Nodes[i] == nil {
+				continue
+			}
+			if ps := s.printers(i); len(ps) != 1 || ps[0].Queued != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	s.c.AssertIdentical(time.Minute)
+}
+
+// TestPrintReceiptAtCheckout: a receipts printer prints the bill at
+// checkout (total, tax included, payment); a kitchen-only printer does not.
+func TestPrintReceiptAtCheckout(t *testing.T) {
+	s := startStore(t, 3, nil)
+	s.seedMenu()
+	kitchen, till := startPrinter(t), startPrinter(t)
+	s.addPrinter("k", kitchen.addr, false)
+	s.mustStaff(0, "PUT", "/api/staff/printers/till", map[string]any{"addr": till.addr, "stations": []string{}, "receipts": true, "name": "レジ"})
+	sess := s.openSession("T3")
+	s.staffOrder(t, 0, sess, cart(line("ramen", 1, "egg"), line("tea", 2)))
+	s.mustStaff(1, "POST", "/api/staff/sessions/"+sess.ID+"/checkout", map[string]string{"payment": "card"})
+	var receipt escpos.Printed
+	waitFor(t, "the receipt", 30*time.Second, func() bool {
+		_, _, all := till.tickets()
+		if len(all) > 0 {
+			receipt = all[0]
+			return true
+		}
+		return false
+	})
+	// 900+120 + 2×300 = 1620, of which 10 % tax: 1620×10/110 = 147.
+	for _, want := range []string{"領収書 / RECEIPT", "テーブル T3", "醤油ラーメン x1  1020円", "烏龍茶 x2  600円", "合計 1620円", "(内消費税 147円)", "支払 card"} {
+		if !receipt.Has(want) {
+			t.Errorf("receipt lacks %q: %q", want, receipt.Lines)
+		}
+	}
+	waitFor(t, "the kitchen ticket", 30*time.Second, func() bool { _, _, all := kitchen.tickets(); return len(all) == 1 })
+	time.Sleep(time.Second)
+	if _, _, all := till.tickets(); len(all) != 1 {
+		t.Errorf("the till printed %d documents, want the receipt only", len(all))
+	}
+	if _, _, all := kitchen.tickets(); len(all) != 1 || all[0].Has("RECEIPT") {
+		t.Errorf("the kitchen printed %d documents, want its ticket only", len(all))
+	}
+}
