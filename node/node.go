@@ -78,6 +78,8 @@ type Node struct {
 	serials       peerSerials               // certificate serials seen per member (peercheck.go)
 	raftRef       atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
 	metrics       *nodeMetrics
+	leaderRounds  readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
+	remoteRounds  readRounds
 
 	extrasMu    sync.Mutex
 	cloudStatus func() any
