@@ -98,6 +98,9 @@ func (s *Service) kitchenStream(c echo.Context) error {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
+	// Each batch of writes gets the write timeout anew (node.writeDeadline
+	// gave the request one from its start).
+	s.node.ExtendWriteDeadline(w)
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: 1000\n\n")
 
@@ -132,6 +135,7 @@ func (s *Service) kitchenStream(c echo.Context) error {
 			if e.ID <= sent {
 				continue // already in the snapshot or backlog
 			}
+			s.node.ExtendWriteDeadline(w)
 			writeEvent(w, e)
 			sent = e.ID
 			// Drain what is queued before flushing once.
@@ -151,6 +155,7 @@ func (s *Service) kitchenStream(c echo.Context) error {
 			// An event, not a comment: EventSource shows only events to
 			// the page, and the screen takes 45 s without one as a dead
 			// connection (a box that lost power sends no FIN).
+			s.node.ExtendWriteDeadline(w)
 			fmt.Fprintf(w, "event: ping\ndata:\n\n")
 			w.Flush()
 		}
