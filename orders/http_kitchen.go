@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/node/staffauth"
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 )
@@ -160,6 +161,20 @@ func (s *Service) kitchenStream(c echo.Context) error {
 			w.Flush()
 		}
 	}
+}
+
+// kitchenStreamTicket is POST /api/kitchen/stream-ticket: a ticket that
+// opens the kitchen stream once (per node) within 60 s of FSM time, so the
+// EventSource URL carries no token that a log or the browser history could
+// replay.
+func (s *Service) kitchenStreamTicket(c echo.Context) error {
+	cl, _ := staffauth.ClaimsFrom(c)
+	ticket, expires := s.auth.Issuer().IssueTicket(cl)
+	if ticket == "" {
+		return s.fail(c, http.StatusUnauthorized, staffauth.ReasonUnauthorized, 0, nil)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, map[string]any{"ticket": ticket, "expiresAt": expires.UTC().Format(time.RFC3339)})
 }
 
 func writeEvent(w http.ResponseWriter, e stream.Event) {
