@@ -168,6 +168,12 @@ func (s *Service) kitchenStream(c echo.Context) error {
 // EventSource URL carries no token that a log or the browser history could
 // replay.
 func (s *Service) kitchenStreamTicket(c echo.Context) error {
+	// The body is {}: nothing is asked, and a body that is something else
+	// is a confused or hostile client (400, like every other write).
+	var req map[string]json.RawMessage
+	if err := decodeStrict(c, &req); err != nil || req == nil || len(req) != 0 {
+		return s.badBody(c, err, "INVALID_REQUEST")
+	}
 	cl, _ := staffauth.ClaimsFrom(c)
 	ticket, expires := s.auth.Issuer().IssueTicket(cl)
 	if ticket == "" {

@@ -16,12 +16,15 @@ func TestKitchenStreamTicket(t *testing.T) {
 	s := startStore(t, 3, withKitchenPassword(t))
 	kt := kitchenLogin(t, s, 0)
 
-	if r := s.do(0, "POST", "/api/kitchen/stream-ticket", nil, nil); r.Status != 401 || r.reason(t) != "UNAUTHORIZED" {
+	if r := s.do(0, "POST", "/api/kitchen/stream-ticket", nil, map[string]any{}); r.Status != 401 || r.reason(t) != "UNAUTHORIZED" {
 		t.Fatalf("ticket without a token: %d %s", r.Status, r.Body)
+	}
+	if r := s.do(0, "POST", "/api/kitchen/stream-ticket", map[string]string{"Authorization": "Bearer " + kt}, map[string]any{"ttl": 3600}); r.Status != 400 || r.reason(t) != "INVALID_REQUEST" {
+		t.Fatalf("ticket asked with a body: %d %s", r.Status, r.Body)
 	}
 	ticket := func(i int, tok string) string {
 		t.Helper()
-		r := s.do(i, "POST", "/api/kitchen/stream-ticket", map[string]string{"Authorization": "Bearer " + tok}, nil)
+		r := s.do(i, "POST", "/api/kitchen/stream-ticket", map[string]string{"Authorization": "Bearer " + tok}, map[string]any{})
 		var out struct{ Ticket, ExpiresAt string }
 		r.json(t, &out)
 		if r.Status != 200 || out.Ticket == "" {
