@@ -21,6 +21,10 @@ http_addr = "127.0.0.1:8080"
 [staff]
 password_hash = "x"
 token_secret = "` + strings.Repeat("ab", 32) + `"
+[tls]
+ca_file = "/etc/tls/ca.pem"
+cert_file = "/etc/tls/a.pem"
+key_file = "/etc/tls/a-key.pem"
 `
 	for _, good := range []string{"http://order.local:8080", "http://order.local:8080/", "https://192.168.1.50"} {
 		c, err := ParseConfig([]byte(`public_url = "` + good + `"` + "\n" + base))

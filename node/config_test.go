@@ -93,6 +93,10 @@ http_addr = "127.0.0.1:8080"
 [staff]
 password_hash = "x"
 token_secret = "` + strings.Repeat("ab", 32) + `"
+[tls]
+ca_file = "/etc/tls/ca.pem"
+cert_file = "/etc/tls/a.pem"
+key_file = "/etc/tls/a-key.pem"
 `
 	for setting, raw := range map[string]string{
 		"admission.checkout_lock_ttl": base + "[admission]\ncheckout_lock_ttl = \"0s\"\n",
