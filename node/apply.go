@@ -246,7 +246,7 @@ func (n *Node) internalHandler() http.Handler {
 		w.Write(out)
 	})
 	mux.HandleFunc("GET /internal/readindex", func(w http.ResponseWriter, r *http.Request) {
-		idx, err := n.leaderReadIndex()
+		idx, err := n.sharedLeaderReadIndex(r.Context())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusMisdirectedRequest)
 			return
@@ -282,12 +282,8 @@ func requireSecret(secret string, next http.Handler) http.Handler {
 	})
 }
 
-// leaderReadIndex is the ReadIndex step on the leader: its commit index,
-// confirmed by a heartbeat round that it is still the leader.
-func (n *Node) leaderReadIndex() (uint64, error) {
-	return n.leaderReadIndexWithin(applyTimeout)
-}
-
+// leaderReadIndexWithin is the ReadIndex step on the leader: its commit
+// index, confirmed by a heartbeat round that it is still the leader.
 func (n *Node) leaderReadIndexWithin(timeout time.Duration) (uint64, error) {
 	if n.raft.State() != raft.Leader || !n.ready.Load() {
 		return 0, errors.New("not the ready leader")
@@ -403,14 +399,17 @@ func (n *Node) inContact() bool {
 	return time.Since(n.raft.LastContact()) <= max(time.Second, 2*n.cfg.Raft.ElectionTimeout.Duration)
 }
 
+// readIndex is the commit index of a ReadIndex round that started after
+// the call; concurrent callers share rounds (readindex.go).
 func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	if n.raft.State() == raft.Leader {
-		timeout := applyTimeout
-		if d, ok := ctx.Deadline(); ok {
-			timeout = min(timeout, time.Until(d))
-		}
-		return n.leaderReadIndexWithin(timeout)
+		return n.sharedLeaderReadIndex(ctx)
 	}
+	return n.remoteRounds.do(ctx, n.remoteReadIndex, n.ctx)
+}
+
+// remoteReadIndex asks the leader for a ReadIndex round.
+func (n *Node) remoteReadIndex(ctx context.Context) (uint64, error) {
 	_, addr := n.LeaderID()
 	if addr == "" {
 		return 0, errors.New("no leader known")

@@ -104,6 +104,7 @@ func newEcho(n *Node) *echo.Echo {
 	}}))
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
 	e.Use(bodyDeadline)
+	e.Use(n.writeDeadline)
 	e.Use(n.securityHeaders)
 	e.Use(n.plainHTTPGuard)
 	e.Use(n.cors())
@@ -134,6 +135,36 @@ func bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// DefaultWriteTimeout bounds writing one ordinary API response: a client
+// that never reads would otherwise hold a goroutine and its buffers for
+// good. Streams extend it per write instead (ExtendWriteDeadline).
+const DefaultWriteTimeout = 30 * time.Second
+
+func (n *Node) writeTimeout() time.Duration {
+	if d := n.opts.WriteTimeout; d > 0 {
+		return d
+	}
+	return DefaultWriteTimeout
+}
+
+// writeDeadline gives every response writeTimeout from the start of the
+// request (the HTTP servers set no WriteTimeout, which streams could not
+// outlive).
+func (n *Node) writeDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		n.ExtendWriteDeadline(c.Response())
+		return next(c)
+	}
+}
+
+// ExtendWriteDeadline gives a stream (the kitchen's SSE) writeTimeout for
+// its next writes; it calls it before each write, so a live stream
+// outlasts the bound and a reader that stopped reading is cut off.
+func (n *Node) ExtendWriteDeadline(w http.ResponseWriter) {
+	// Not every ResponseWriter supports deadlines (tests' recorders).
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(n.writeTimeout()))
 }
 
 type deadlineBody struct {

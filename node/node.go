@@ -45,6 +45,9 @@ type Options struct {
 	// PeerIdleTimeout closes unused connections to the other boxes
 	// (default 90 s; tests shorten it to reach the cold path quickly).
 	PeerIdleTimeout time.Duration
+	// WriteTimeout bounds writing one API response (default
+	// DefaultWriteTimeout; tests shorten it).
+	WriteTimeout time.Duration
 	// FailBarrier, when set, runs before each post-election Barrier; an
 	// error counts as a failed barrier (tests inject failures with it).
 	FailBarrier func() error
@@ -78,6 +81,8 @@ type Node struct {
 	serials       peerSerials               // certificate serials seen per member (peercheck.go)
 	raftRef       atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
 	metrics       *nodeMetrics
+	leaderRounds  readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
+	remoteRounds  readRounds
 
 	extrasMu    sync.Mutex
 	cloudStatus func() any

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/node/staffauth"
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 )
@@ -98,6 +99,9 @@ func (s *Service) kitchenStream(c echo.Context) error {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
+	// Each batch of writes gets the write timeout anew (node.writeDeadline
+	// gave the request one from its start).
+	s.node.ExtendWriteDeadline(w)
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: 1000\n\n")
 
@@ -132,6 +136,7 @@ func (s *Service) kitchenStream(c echo.Context) error {
 			if e.ID <= sent {
 				continue // already in the snapshot or backlog
 			}
+			s.node.ExtendWriteDeadline(w)
 			writeEvent(w, e)
 			sent = e.ID
 			// Drain what is queued before flushing once.
@@ -151,10 +156,31 @@ func (s *Service) kitchenStream(c echo.Context) error {
 			// An event, not a comment: EventSource shows only events to
 			// the page, and the screen takes 45 s without one as a dead
 			// connection (a box that lost power sends no FIN).
+			s.node.ExtendWriteDeadline(w)
 			fmt.Fprintf(w, "event: ping\ndata:\n\n")
 			w.Flush()
 		}
 	}
+}
+
+// kitchenStreamTicket is POST /api/kitchen/stream-ticket: a ticket that
+// opens the kitchen stream once (per node) within 60 s of FSM time, so the
+// EventSource URL carries no token that a log or the browser history could
+// replay.
+func (s *Service) kitchenStreamTicket(c echo.Context) error {
+	// The body is {}: nothing is asked, and a body that is something else
+	// is a confused or hostile client (400, like every other write).
+	var req map[string]json.RawMessage
+	if err := decodeStrict(c, &req); err != nil || req == nil || len(req) != 0 {
+		return s.badBody(c, err, "INVALID_REQUEST")
+	}
+	cl, _ := staffauth.ClaimsFrom(c)
+	ticket, expires := s.auth.Issuer().IssueTicket(cl)
+	if ticket == "" {
+		return s.fail(c, http.StatusUnauthorized, staffauth.ReasonUnauthorized, 0, nil)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, map[string]any{"ticket": ticket, "expiresAt": expires.UTC().Format(time.RFC3339)})
 }
 
 func writeEvent(w http.ResponseWriter, e stream.Event) {

@@ -17,6 +17,7 @@ import (
 var kitchenCalls = map[string]bool{
 	"GET /api/kitchen/orders":            true,
 	"GET /api/kitchen/stream":            true,
+	"POST /api/kitchen/stream-ticket":    true,
 	"PATCH /api/staff/orders/:orderId":   true, // bump, recall, cancel
 	"GET /api/staff/menu":                true,
 	"GET /api/staff/stock":               true,

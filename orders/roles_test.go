@@ -60,7 +60,7 @@ func TestKitchenTokenOnManagerEndpoints(t *testing.T) {
 	}
 
 	allowed := map[string]bool{
-		"GET /api/kitchen/orders": true, "GET /api/kitchen/stream": true, "PATCH /api/staff/orders/:orderId": true,
+		"GET /api/kitchen/orders": true, "GET /api/kitchen/stream": true, "POST /api/kitchen/stream-ticket": true, "PATCH /api/staff/orders/:orderId": true,
 		"GET /api/staff/menu": true, "GET /api/staff/stock": true, "PUT /api/staff/menu/:menuId": true,
 		"PUT /api/staff/stock/:sku": true, "POST /api/staff/logout": true,
 		"GET /api/staff/calls": true, "POST /api/staff/calls/:callId/done": true,

@@ -146,6 +146,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	// Only the stream takes ?token= (an EventSource cannot send headers).
 	e.GET("/api/kitchen/orders", s.kitchenOrders, s.auth.Middleware(), roleGuard)
 	e.GET("/api/kitchen/stream", s.kitchenStream, s.auth.StreamMiddleware(), roleGuard)
+	e.POST("/api/kitchen/stream-ticket", s.kitchenStreamTicket, s.auth.Middleware(), roleGuard)
 
 	guest := e.Group("/api/guest/sessions/:id")
 	guest.GET("", s.guestSession)

@@ -33,9 +33,13 @@ const (
 	SourceBearer Source = iota + 1 // Authorization: Bearer
 	SourceCookie                   // mo_staff cookie: writes need X-CSRF-Token
 	SourceQuery                    // ?token= on a GET of the kitchen stream
+	SourceTicket                   // ?ticket= (IssueTicket) on a GET of the kitchen stream
 )
 
-var errMissing = errors.New("staffauth: no token")
+var (
+	errMissing    = errors.New("staffauth: no token")
+	errTicketUsed = errors.New("staffauth: stream ticket already used")
+)
 
 const (
 	ctxClaims = "masterorder.staffauth.claims"
@@ -46,6 +50,7 @@ const (
 type Auth struct {
 	issuer    *Issuer
 	isRevoked func(id string) bool
+	tickets   UsedTickets
 }
 
 // NewAuth returns the staff authenticator. isRevoked reports whether a
@@ -75,7 +80,16 @@ func (a *Auth) authenticate(r *http.Request, query bool) (Claims, Source, error)
 	if err != nil {
 		return Claims{}, 0, err
 	}
-	claims, err := a.issuer.Verify(token)
+	var claims Claims
+	if src == SourceTicket {
+		var nonce string
+		claims, nonce, err = a.issuer.VerifyTicket(token)
+		if err == nil && !a.tickets.Use(nonce, claims.ExpiresAt, a.issuer.now()) {
+			err = errTicketUsed
+		}
+	} else {
+		claims, err = a.issuer.Verify(token)
+	}
 	if err != nil {
 		return Claims{}, src, err
 	}
@@ -92,9 +106,11 @@ func (a *Auth) authenticate(r *http.Request, query bool) (Claims, Source, error)
 // ClaimsFrom.
 func (a *Auth) Middleware() echo.MiddlewareFunc { return a.middleware(false) }
 
-// StreamMiddleware is Middleware that also takes ?token= on a GET: an
-// EventSource cannot send headers. Only the kitchen stream uses it, so a
-// token leaked into a URL (logs, history) opens nothing else.
+// StreamMiddleware is Middleware that also takes ?ticket= (a stream
+// ticket, once per node) or ?token= on a GET: an EventSource cannot send
+// headers. Only the kitchen stream uses it, so a token leaked into a URL
+// (logs, history) opens nothing else; a ticket in a URL is spent and
+// lapses within TicketTTL.
 func (a *Auth) StreamMiddleware() echo.MiddlewareFunc { return a.middleware(true) }
 
 // Forbid answers 403 FORBIDDEN_ROLE: the token is good, its role may not
@@ -209,6 +225,9 @@ func tokenFrom(r *http.Request, query bool) (string, Source, error) {
 	if query && r.Method == http.MethodGet {
 		if tok := r.URL.Query().Get(QueryToken); tok != "" {
 			return tok, SourceQuery, nil
+		}
+		if t := r.URL.Query().Get(QueryTicket); t != "" {
+			return t, SourceTicket, nil
 		}
 	}
 	return "", 0, errMissing

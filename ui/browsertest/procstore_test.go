@@ -75,7 +75,7 @@ func startProcStore(t *testing.T, publicURL func(port int) string) *procStore {
 		spec = append(spec, fmt.Sprintf("%s=%s:%d:%d", id, ps.ips[i], ps.port, raft))
 	}
 	out, err := exec.Command(ps.bin, "init", "--shop-id", "bt", "--nodes", strings.Join(spec, ","),
-		"--out", ps.dir, "--staff-password", staffPassword, "--plain-http").CombinedOutput()
+		"--out", ps.dir, "--staff-password", staffPassword, "--plain-http").CombinedOutput() // the pages are opened over http
 	if err != nil {
 		t.Fatalf("masterorder init: %v\n%s", err, out)
 	}

@@ -4,8 +4,9 @@
 // GET /api/kitchen/stream. Event ids are Raft log indexes, the same on
 // every node, so when the node dies the screen reconnects to another one
 // with ?lastEventId= and misses nothing; events at or below the last id
-// seen are ignored. EventSource cannot send headers, so the token goes in
-// the query (?token=).
+// seen are ignored. EventSource cannot send headers, so each connection
+// opens with a short-lived, single-use ticket in the query (?ticket=, from
+// POST /api/kitchen/stream-ticket), never the token itself.
 
 import { createStaffApi, menuBody } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
@@ -101,6 +102,7 @@ const state = {
   conn: 'connecting',
   attempt: 0,
   reconnectTimer: null,
+  connectGen: 0, // bumped by closeStream: a connect still fetching its ticket gives up
   lastMessageAt: 0,
   offline: false,
   fresh: new Set(), // order ids to flash
@@ -167,25 +169,41 @@ function renderPrinters() {
 
 // ---------------------------------------------------------------- stream
 
-function streamUrl(base) {
+function streamUrl(base, ticket) {
   const q = new URLSearchParams();
-  q.set('token', api.token());
+  q.set('ticket', ticket);
   if (state.lastId != null) q.set('lastEventId', String(state.lastId));
   return base + '/api/kitchen/stream?' + q.toString();
 }
 
 function closeStream() {
+  state.connectGen++;
   if (state.es) {
     state.es.close();
     state.es = null;
   }
 }
 
-function connect() {
+// connect opens the stream with a fresh ticket (one per connection: a
+// ticket opens one stream and lapses in 60 s).
+async function connect() {
   clearTimeout(state.reconnectTimer);
   closeStream();
+  const gen = ++state.connectGen;
+  let ticket;
+  try {
+    const d = await api.post('/api/kitchen/stream-ticket', {});
+    ticket = d && d.ticket;
+  } catch (e) {
+    if (e.status === 401) return; // onUnauthorized shows the login
+  }
+  if (gen !== state.connectGen) return; // a newer connect (or logout) won
+  if (!ticket) {
+    streamLost();
+    return;
+  }
   const base = api.pool.current();
-  const es = new EventSource(streamUrl(base));
+  const es = new EventSource(streamUrl(base, ticket));
   state.es = es;
   state.base = base;
   if (state.conn !== 'reconnecting') setConn('connecting');
