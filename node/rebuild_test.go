@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,53 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 )
+
+// writeKeysVia writes count keys through via(i) (node i's index, or -1 for
+// the current leader), four callers at once, riding out leader changes on
+// a busy machine: a retry after an unknown outcome finds the key set.
+func writeKeysVia(t *testing.T, c *nodetest.Cluster, via int, prefix string, count int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < count; i += 4 {
+				for {
+					var n *node.Node
+					if via >= 0 {
+						n = c.Nodes[via]
+					}
+					for _, m := range c.Nodes {
+						if via < 0 && m != nil && m.IsLeader() {
+							n = m
+						}
+					}
+					err := fmt.Errorf("no leader")
+					if n != nil {
+						_, err = n.KV().SetIfAbsent(ctx, fmt.Sprintf("%s%04d", prefix, i), []byte("v"), 0)
+					}
+					if err == nil {
+						break
+					}
+					if ctx.Err() != nil {
+						errs <- fmt.Errorf("write %s%04d: %w", prefix, i, err)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
 
 // compactedFollower starts a cluster that snapshots often, writes enough
 // that a follower's log is compacted past index 1, and returns the
@@ -27,8 +75,7 @@ func compactedFollower(t *testing.T) (*nodetest.Cluster, int) {
 		if batch > 40 {
 			t.Fatalf("follower's snapshot index stays at %d", stat(c.Nodes[fi], "last_snapshot_index"))
 		}
-		_, leader := c.WaitLeader(30 * time.Second)
-		writeManyKeys(t, leader, fmt.Sprintf("k%d:", batch), 100)
+		writeKeysVia(t, c, -1, fmt.Sprintf("k%d:", batch), 100)
 		time.Sleep(200 * time.Millisecond)
 	}
 	c.AssertIdentical(60 * time.Second)
@@ -111,7 +158,7 @@ func waitReady(t *testing.T, n *node.Node, timeout time.Duration) {
 // converges to the same bytes and holds old and new keys.
 func takesWrites(t *testing.T, c *nodetest.Cluster, fi int) {
 	t.Helper()
-	writeManyKeys(t, c.Nodes[fi], "after:", 40)
+	writeKeysVia(t, c, fi, "after:", 40)
 	c.AssertIdentical(60 * time.Second)
 	for _, k := range []string{"k0:0000", "more:0019", "after:0039"} {
 		if _, ok, _ := c.Nodes[fi].KV().Get(k); !ok {
@@ -127,7 +174,7 @@ func TestNoUsableSnapshotRebuildsFromPeer(t *testing.T) {
 	c, fi := compactedFollower(t)
 	c.StopNode(fi)
 	names := ruinSnapshots(t, c.Configs[fi])
-	writeManyKeys(t, c.Nodes[(fi+1)%3], "more:", 20)
+	writeKeysVia(t, c, (fi+1)%3, "more:", 20)
 
 	start := time.Now()
 	n := c.StartNode(fi)
@@ -187,6 +234,6 @@ func TestNoUsableSnapshotWaitsForAPeer(t *testing.T) {
 	t.Logf("restart to ready: %v (no peer for the first 3 s)", time.Since(start))
 	checkSetAside(t, c.Configs[fi], names)
 	c.StartNode(3 - fi - peer)
-	writeManyKeys(t, c.Nodes[peer], "more:", 20)
+	writeKeysVia(t, c, peer, "more:", 20)
 	takesWrites(t, c, fi)
 }
