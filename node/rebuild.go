@@ -53,6 +53,7 @@ const unusableSnapshotsDir = "snapshots-unusable"
 const (
 	rebuildBackoffMin = 500 * time.Millisecond
 	rebuildBackoffMax = 10 * time.Second
+	peerAnswerTimeout = 60 * time.Second // a peer copies its files before it answers
 )
 
 // serveSnapshot is GET /internal/snapshot: a point-in-time copy of the
@@ -233,12 +234,23 @@ func (n *Node) fetchFromPeers(ctx context.Context, raftDir string, snaps raft.Sn
 // fetchFrom fetches, verifies and stores one peer's snapshot; it returns
 // the snapshot's index.
 func (n *Node) fetchFrom(ctx context.Context, p Peer, raftDir string, snaps raft.SnapshotStore, need uint64) (uint64, error) {
+	// A peer that accepts but does not answer (itself waiting to start)
+	// must not hold the round: the headers come within peerAnswerTimeout.
+	// The body then streams as long as it flows (the peer's write deadline
+	// and the transport's pings bound a stall).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answer := time.AfterFunc(peerAnswerTimeout, cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.internalURL(p.RaftAddr, "/internal/snapshot"), nil)
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
 	resp, err := n.peerHTTP.Do(req)
+	if !answer.Stop() && err == nil {
+		resp.Body.Close()
+		err = fmt.Errorf("no answer within %v", peerAnswerTimeout)
+	}
 	if err != nil {
 		return 0, err
 	}
