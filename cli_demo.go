@@ -70,7 +70,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}()
 	for _, cfg := range cfgs {
-		n, svc, err := startStore(cfg, log, orders.Options{StaffPasswordHash: hash})
+		n, svc, err := startStore(ctx, cfg, log, orders.Options{StaffPasswordHash: hash})
 		if err != nil {
 			return err
 		}

@@ -176,7 +176,7 @@ func TestBackupRestoreCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _, err := startStore(loaded, nodetest.Logger(), orders.Options{})
+	n, _, err := startStore(context.Background(), loaded, nodetest.Logger(), orders.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

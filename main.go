@@ -132,8 +132,9 @@ func newLogger(cfg node.LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// startStore opens one node with the domain attached and starts it.
-func startStore(cfg node.Config, log *slog.Logger, svcOpts orders.Options) (*node.Node, *orders.Service, error) {
+// startStore opens one node with the domain attached and starts it; ctx
+// ends a start that waits for a peer's snapshot (no usable local one).
+func startStore(ctx context.Context, cfg node.Config, log *slog.Logger, svcOpts orders.Options) (*node.Node, *orders.Service, error) {
 	opts := orders.NodeOptions()
 	opts.Logger = log
 	n, err := node.New(cfg, opts)
@@ -145,7 +146,7 @@ func startStore(cfg node.Config, log *slog.Logger, svcOpts orders.Options) (*nod
 		n.Stop()
 		return nil, nil, err
 	}
-	if err := n.Start(); err != nil {
+	if err := n.StartContext(ctx); err != nil {
 		return nil, nil, err
 	}
 	return n, svc, nil
@@ -166,8 +167,12 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg.Log, os.Stdout)
-	n, _, err := startStore(cfg, log, orders.Options{})
+	n, _, err := startStore(ctx, cfg, log, orders.Options{})
 	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped before start completed", "error", err)
+			return nil // SIGTERM while waiting for a peer: a clean stop
+		}
 		return err
 	}
 	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version)

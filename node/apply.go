@@ -254,21 +254,7 @@ func (n *Node) internalHandler() http.Handler {
 		w.Write([]byte(strconv.FormatUint(idx, 10)))
 	})
 	n.registerMembersInternal(mux)
-	mux.HandleFunc("GET /internal/snapshot", func(w http.ResponseWriter, r *http.Request) {
-		c, err := n.fsm.Capture()
-		if err == nil {
-			err = c.Wait(r.Context())
-			defer c.Close()
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		if err := n.StreamCapture(w, c, nil); err != nil {
-			n.log.Warn("stream snapshot", "error", err)
-		}
-	})
+	mux.HandleFunc("GET /internal/snapshot", n.serveSnapshot) // rebuild.go
 	return requireSecret(n.cfg.ClusterSecret, mux)
 }
 

@@ -167,9 +167,13 @@ func (n *Node) View(fn func(tx *bolt.Tx) error) error { return n.fsm.View(fn) }
 
 // Start opens the ports, starts Raft (bootstrapping a new cluster from the
 // configured peers) and serves HTTP.
-func (n *Node) Start() error {
+func (n *Node) Start() error { return n.StartContext(context.Background()) }
+
+// StartContext is Start; ctx ends the wait for a peer's snapshot when the
+// box has none usable (rebuild.go), e.g. on SIGTERM.
+func (n *Node) StartContext(ctx context.Context) error {
 	n.started = time.Now()
-	if err := n.startRaft(); err != nil {
+	if err := n.startRaft(ctx); err != nil {
 		n.Stop()
 		return err
 	}
@@ -204,7 +208,7 @@ func (n *Node) Start() error {
 	return nil
 }
 
-func (n *Node) startRaft() error {
+func (n *Node) startRaft(ctx context.Context) error {
 	cfg := n.cfg
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(raftDir, 0o750); err != nil {
@@ -289,6 +293,15 @@ func (n *Node) startRaft() error {
 	// only the entries after it (which the FSM skips up to its applied
 	// index): a restart costs milliseconds, not a full rebuild.
 	restore, err := n.needRestore(snaps, store)
+	if err != nil {
+		return err
+	}
+	// No usable snapshot and a compacted log: fetch one from a peer.
+	wait, cancel := context.WithCancel(ctx)
+	stopWait := context.AfterFunc(n.ctx, cancel)
+	restore, err = n.rebuildIfNoSnapshot(wait, raftDir, snaps, store, restore)
+	stopWait()
+	cancel()
 	if err != nil {
 		return err
 	}
