@@ -4,6 +4,7 @@ package nodetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,17 +160,34 @@ func (discard) Write(b []byte) (int, error) { return len(b), nil }
 // when the test ends.
 func Start(t testing.TB, n int, mutate func(i int, c *node.Config), options func(i int) node.Options, setup func(i int, n *node.Node)) *Cluster {
 	t.Helper()
-	c := &Cluster{T: t, Configs: Configs(t, n, t.TempDir()), Options: options, Setup: setup}
-	if mutate != nil {
-		for i := range c.Configs {
-			mutate(i, &c.Configs[i])
-		}
-	}
-	c.Nodes = make([]*node.Node, n)
-	for i := range c.Configs {
-		c.StartNode(i)
-	}
+	c := &Cluster{T: t, Options: options, Setup: setup}
 	t.Cleanup(c.StopAll)
+	// A port that was free when picked can be taken before a node binds it
+	// (test binaries and fault-suite processes pick ports side by side): a
+	// first start that loses that race starts over on fresh ports.
+	for attempt := 1; ; attempt++ {
+		c.Configs = Configs(t, n, t.TempDir())
+		if mutate != nil {
+			for i := range c.Configs {
+				mutate(i, &c.Configs[i])
+			}
+		}
+		c.Nodes = make([]*node.Node, n)
+		var err error
+		for i := range c.Configs {
+			if _, err = c.startNode(i); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			break
+		}
+		c.StopAll()
+		if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("%v; starting over on fresh ports", err)
+	}
 	c.WaitLeader(10 * time.Second)
 	return c
 }
@@ -176,6 +195,14 @@ func Start(t testing.TB, n int, mutate func(i int, c *node.Config), options func
 // StartNode (re)starts node i from its files.
 func (c *Cluster) StartNode(i int) *node.Node {
 	c.T.Helper()
+	nd, err := c.startNode(i)
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	return nd
+}
+
+func (c *Cluster) startNode(i int) (*node.Node, error) {
 	opts := node.Options{}
 	if c.Options != nil {
 		opts = c.Options(i)
@@ -185,16 +212,16 @@ func (c *Cluster) StartNode(i int) *node.Node {
 	}
 	nd, err := node.New(c.Configs[i], opts)
 	if err != nil {
-		c.T.Fatalf("new node %d: %v", i, err)
+		return nil, fmt.Errorf("new node %d: %w", i, err)
 	}
 	if c.Setup != nil {
 		c.Setup(i, nd)
 	}
-	if err := nd.Start(); err != nil {
-		c.T.Fatalf("start node %d: %v", i, err)
+	if err := nd.Start(); err != nil { // Start stops the node itself
+		return nil, fmt.Errorf("start node %d: %w", i, err)
 	}
 	c.Nodes[i] = nd
-	return nd
+	return nd, nil
 }
 
 // StopNode stops node i (its files stay).
