@@ -218,7 +218,15 @@ func (ps *procStore) login() string {
 
 func (ps *procStore) openSession(i int, table string) session {
 	ps.t.Helper()
+	// Right after a box froze or died the others may still be electing a
+	// leader (503 NO_QUORUM with Retry-After): try again, as the console
+	// would, for a bounded time. A second open table is harmless here.
+	deadline := time.Now().Add(30 * time.Second)
 	r := ps.staff(i, "POST", "/api/staff/sessions", map[string]string{"tableId": table})
+	for r.status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		r = ps.staff(i, "POST", "/api/staff/sessions", map[string]string{"tableId": table})
+	}
 	if r.status != 200 {
 		ps.t.Fatalf("open session %s on box %d: %d %s", table, i, r.status, r.body)
 	}
