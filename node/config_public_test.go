@@ -2,30 +2,13 @@ package node
 
 import (
 	"errors"
-	"strings"
 	"testing"
 )
 
 // public_url is scheme, host and optional port, nothing else: the apps'
 // paths are appended to it.
 func TestPublicURLSetting(t *testing.T) {
-	base := `node_id = "a"
-data_dir = "/tmp/x"
-http_addr = "127.0.0.1:8080"
-raft_addr = "127.0.0.1:9080"
-cluster_secret = "0123456789abcdef0123"
-[[peers]]
-id = "a"
-raft_addr = "127.0.0.1:9080"
-http_addr = "127.0.0.1:8080"
-[staff]
-password_hash = "x"
-token_secret = "` + strings.Repeat("ab", 32) + `"
-[tls]
-ca_file = "/etc/tls/ca.pem"
-cert_file = "/etc/tls/a.pem"
-key_file = "/etc/tls/a-key.pem"
-`
+	base := minimalConfigTOML
 	for _, good := range []string{"http://order.local:8080", "http://order.local:8080/", "https://192.168.1.50"} {
 		c, err := ParseConfig([]byte(`public_url = "` + good + `"` + "\n" + base))
 		if err != nil || c.PublicURL != good {

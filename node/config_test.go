@@ -35,8 +35,9 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 }
 
-func TestBadConfigNamesTheSetting(t *testing.T) {
-	base := `node_id = "a"
+// minimalConfigTOML is the smallest config that loads: the tests change
+// one setting of it at a time.
+var minimalConfigTOML = `node_id = "a"
 data_dir = "/tmp/x"
 http_addr = "127.0.0.1:8080"
 raft_addr = "127.0.0.1:9080"
@@ -53,6 +54,9 @@ ca_file = "/etc/tls/ca.pem"
 cert_file = "/etc/tls/a.pem"
 key_file = "/etc/tls/a-key.pem"
 `
+
+func TestBadConfigNamesTheSetting(t *testing.T) {
+	base := minimalConfigTOML
 	if _, err := ParseConfig([]byte(base)); err != nil {
 		t.Fatalf("base config: %v", err)
 	}
@@ -81,23 +85,7 @@ key_file = "/etc/tls/a-key.pem"
 // is refused (the CLI exits 2 on a ConfigError), and so is a tax rate
 // outside 0..100.
 func TestZeroCheckoutLockTTLAndBadTaxRateRefused(t *testing.T) {
-	base := `node_id = "a"
-data_dir = "/tmp/x"
-http_addr = "127.0.0.1:8080"
-raft_addr = "127.0.0.1:9080"
-cluster_secret = "0123456789abcdef0123"
-[[peers]]
-id = "a"
-raft_addr = "127.0.0.1:9080"
-http_addr = "127.0.0.1:8080"
-[staff]
-password_hash = "x"
-token_secret = "` + strings.Repeat("ab", 32) + `"
-[tls]
-ca_file = "/etc/tls/ca.pem"
-cert_file = "/etc/tls/a.pem"
-key_file = "/etc/tls/a-key.pem"
-`
+	base := minimalConfigTOML
 	for setting, raw := range map[string]string{
 		"admission.checkout_lock_ttl": base + "[admission]\ncheckout_lock_ttl = \"0s\"\n",
 		"shop.tax_rate_percent":       base + "[shop]\ntax_rate_percent = 101\n",
