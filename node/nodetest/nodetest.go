@@ -161,12 +161,19 @@ func (discard) Write(b []byte) (int, error) { return len(b), nil }
 func Start(t testing.TB, n int, mutate func(i int, c *node.Config), options func(i int) node.Options, setup func(i int, n *node.Node)) *Cluster {
 	t.Helper()
 	c := &Cluster{T: t, Options: options, Setup: setup}
+	// The directory first: cleanups run last-registered first, so the
+	// nodes stop before their files are removed.
+	base := t.TempDir()
 	t.Cleanup(c.StopAll)
 	// A port that was free when picked can be taken before a node binds it
 	// (test binaries and fault-suite processes pick ports side by side): a
 	// first start that loses that race starts over on fresh ports.
 	for attempt := 1; ; attempt++ {
-		c.Configs = Configs(t, n, t.TempDir())
+		dir := filepath.Join(base, fmt.Sprintf("start%d", attempt))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		c.Configs = Configs(t, n, dir)
 		if mutate != nil {
 			for i := range c.Configs {
 				mutate(i, &c.Configs[i])
