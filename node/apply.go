@@ -126,7 +126,7 @@ func (n *Node) applyLocal(p Proposal) ([]byte, error) {
 		WallTime: n.opts.WallClock().UnixMilli(), Payload: p.Payload}
 	start := time.Now()
 	f := n.raft.Apply(cmd.Encode(), applyTimeout)
-	if err := f.Error(); err != nil {
+	if err := n.await(f, 0); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return nil, fmt.Errorf("%w: %v", errRetry, err)
@@ -450,15 +450,9 @@ func (n *Node) cutOff() bool {
 // VerifyLeader has no timeout of its own and can wait indefinitely when
 // leadership is lost in the middle of the round.
 func (n *Node) verifyLeader(timeout time.Duration) error {
-	f := n.raft.VerifyLeader()
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(timeout):
+	err := n.await(n.raft.VerifyLeader(), timeout)
+	if errors.Is(err, errFutureTimeout) {
 		return errors.New("verify leader: timed out")
-	case <-n.ctx.Done():
-		return raft.ErrRaftShutdown
 	}
+	return err
 }

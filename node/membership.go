@@ -222,7 +222,7 @@ func (n *Node) applyMembers(ctx context.Context, op memberOp) error {
 		}
 		f = n.raft.RemoveServer(cur.ID, prev, applyTimeout)
 	}
-	if err := f.Error(); err != nil {
+	if err := n.await(f, 0); err != nil {
 		return membershipRaftErr(err)
 	}
 	n.log.Info("membership changed", "op", op.Op, "member", op.ID, "raftAddr", op.RaftAddr, "voter", op.Voter, "index", f.Index())
