@@ -133,7 +133,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
-	n.kv = kv.Client{A: n, V: n}
+	n.kv = kv.Client{P: kvProposer{n}, V: n}
 	// Both ends of every cluster connection check the peer's node id
 	// against the membership and the deny-list (peercheck.go).
 	n.opts.ServerTLS, n.opts.ClientTLS = n.withPeerCheck(n.opts.ServerTLS), n.withPeerCheck(n.opts.ClientTLS)
