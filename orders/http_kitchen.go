@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 )

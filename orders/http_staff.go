@@ -16,8 +16,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/kv"
-	"masterorder/node/staffauth"
 	"masterorder/orders/admission"
+	"masterorder/orders/staffauth"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )

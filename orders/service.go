@@ -17,8 +17,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/node"
-	"masterorder/node/staffauth"
 	"masterorder/orders/cloudsync"
+	"masterorder/orders/staffauth"
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 	"masterorder/raftfsm"
