@@ -84,7 +84,7 @@ func (o outbox) MarkSynced(ctx context.Context, seqs []uint64) error {
 	for _, s := range seqs {
 		cmd.Seqs = append(cmd.Seqs, int64(s))
 	}
-	_, err := o.s.apply(ctx, CmdOutboxSynced, cmd)
+	_, err := refused(o.s.propose(ctx, CmdOutboxSynced, cmd, false))
 	return err
 }
 
@@ -150,7 +150,7 @@ func (s *Service) trimOutbox(ctx context.Context) {
 		}
 		changes, err := outbox{s}.pendingSeqs(1000)
 		if err == nil && len(changes) > 0 {
-			_, err = s.apply(ctx, CmdOutboxSynced, outboxSyncedCmd{Seqs: changes})
+			_, err = refused(s.propose(ctx, CmdOutboxSynced, outboxSyncedCmd{Seqs: changes}, false))
 		}
 		if err != nil && ctx.Err() == nil {
 			s.node.Logger().Warn("trim outbox", "error", err)
@@ -180,7 +180,7 @@ func (s *Service) replicateCloudState(ctx context.Context, syncer *cloudsync.Syn
 		st := syncer.Status()
 		cur := cloudState{Online: st.Online, LastError: st.LastError}
 		if last == nil || cur.Online != last.Online || !sameStr(cur.LastError, last.LastError) {
-			if _, err := s.apply(ctx, CmdCloudState, cur); err == nil {
+			if _, err := refused(s.propose(ctx, CmdCloudState, cur, false)); err == nil {
 				last = &cur
 			}
 		}
