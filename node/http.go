@@ -309,14 +309,15 @@ type Status struct {
 	FSMTime      int64          `json:"fsmTime"`
 	ClockSuspect bool           `json:"clockSuspect"`
 	// Stale: this node cannot reach a quorum and serves its replica as is.
-	Stale     bool `json:"stale"`
-	CloudSync any  `json:"cloudSync,omitempty"`
+	Stale bool `json:"stale"`
+	// CloudSync is the domain's cloud sync status (AddStatus).
+	CloudSync any `json:"cloudSync,omitempty"`
 }
 
-// SetCloudSyncStatus installs the function that fills status.cloudSync.
-func (n *Node) SetCloudSyncStatus(fn func() any) {
+// AddStatus installs fn to fill the domain's part of the status.
+func (n *Node) AddStatus(fn func(*Status)) {
 	n.extrasMu.Lock()
-	n.cloudStatus = fn
+	n.statusFns = append(n.statusFns, fn)
 	n.extrasMu.Unlock()
 }
 
@@ -346,10 +347,10 @@ func (n *Node) Status() Status {
 		}
 	}
 	n.extrasMu.Lock()
-	cloud := n.cloudStatus
+	fns := n.statusFns
 	n.extrasMu.Unlock()
-	if cloud != nil {
-		s.CloudSync = cloud()
+	for _, fn := range fns {
+		fn(&s)
 	}
 	return s
 }

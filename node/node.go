@@ -84,9 +84,9 @@ type Node struct {
 	leaderRounds  readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
 	remoteRounds  readRounds
 
-	extrasMu    sync.Mutex
-	cloudStatus func() any
-	staffCheck  func(r *http.Request) bool
+	extrasMu   sync.Mutex
+	statusFns  []func(*Status)
+	staffCheck func(r *http.Request) bool
 
 	ctx    context.Context
 	cancel context.CancelFunc

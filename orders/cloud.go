@@ -103,7 +103,7 @@ func applyCloudState(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 // on the leader.
 func (s *Service) startCloudSync(n *node.Node) error {
 	fc := s.cfg.Firestore
-	n.SetCloudSyncStatus(s.cloudStatus)
+	n.AddStatus(func(st *node.Status) { st.CloudSync = s.cloudStatus() })
 	if !fc.Enabled {
 		// Without a cloud nobody reads the outbox: the leader drains it,
 		// so a store that never syncs keeps a bounded table.
@@ -208,7 +208,11 @@ type CloudSyncStatus struct {
 	LastError  *string `json:"lastError"`
 }
 
-func (s *Service) cloudStatus() any {
+// cloudStatus is status.cloudSync now (cloudStatusFn when a test set it).
+func (s *Service) cloudStatus() CloudSyncStatus {
+	if s.cloudStatusFn != nil {
+		return s.cloudStatusFn()
+	}
 	st := CloudSyncStatus{Enabled: s.cfg.Firestore.Enabled}
 	s.query(func(db store.DB) error {
 		n, err := store.CountOutbox(db)

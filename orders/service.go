@@ -54,6 +54,8 @@ type Service struct {
 	kitchenHash  string
 	// guestKey signs session credentials (pinguard.go).
 	guestKey []byte
+	// cloudStatusFn stands in for the cloud sync status in tests.
+	cloudStatusFn func() CloudSyncStatus
 }
 
 // Options configure a Service.
