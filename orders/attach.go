@@ -28,7 +28,7 @@ func Attach(n *node.Node, opts Options) (*Service, error) {
 	s.Routes(n.Echo())
 	// Full cluster status and /metrics are for staff (node/https.go).
 	n.SetStaffCheck(func(r *http.Request) bool { _, _, err := s.auth.Authenticate(r); return err == nil })
-	s.instrument()
+	s.instrument(n)
 	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)
 	go s.rejectionFlusher()
 	n.AddLeaderWorker("printing", s.printWorker)

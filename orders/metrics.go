@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"masterorder/node"
 	"masterorder/orders/admission"
 )
 
@@ -32,8 +33,8 @@ const (
 
 // instrument registers the domain's metrics on the node's registry and
 // counts every order request.
-func (s *Service) instrument() {
-	reg := s.node.Metrics()
+func (s *Service) instrument(n *node.Node) {
+	reg := n.Metrics()
 	m := &orderMetrics{
 		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "masterorder_orders_admitted_total",
 			Help: "Orders admitted (new orders), by source (guest, staff)."}, []string{"source"}),
@@ -50,7 +51,7 @@ func (s *Service) instrument() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "masterorder_sse_clients",
 			Help: "Kitchen screens connected to this node's event stream."},
 			func() float64 { return float64(s.hub.Clients()) }))
-	s.node.Echo().Use(m.middleware)
+	n.Echo().Use(m.middleware)
 }
 
 // middleware times the order endpoints and classifies their answers.

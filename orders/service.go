@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/httpapi"
+	"masterorder/kv"
 	"masterorder/node"
 	"masterorder/orders/cloudsync"
 	"masterorder/orders/staffauth"
@@ -33,9 +35,39 @@ const (
 	BackupIndexHeader   = node.BackupIndexHeader
 )
 
+// box is what the domain needs of its node while it serves, the seam
+// between box and domain (*node.Node is one; wiring in Attach uses the
+// rest of it).
+type box interface {
+	// Propose commits a command through Raft and returns its result.
+	Propose(ctx context.Context, p node.Proposal) ([]byte, error)
+	// ConsistentRead waits until this node applied everything committed.
+	ConsistentRead(ctx context.Context) error
+	// ReadReplica is ConsistentRead, or the replica flagged stale without
+	// a quorum.
+	ReadReplica(c echo.Context) (stale bool, err error)
+	// FSM is the local replica: reads, applied index, command versions.
+	FSM() *raftfsm.FSM
+	// FSMNow estimates the cluster's FSM time.
+	FSMNow() int64
+	// KV is the coordination KV.
+	KV() kv.Client
+	Logger() *slog.Logger
+	// Done is closed when the node stops.
+	Done() <-chan struct{}
+	// FailErr answers a cluster error (no quorum, halted) or a 500.
+	FailErr(c echo.Context, err error) error
+	// ExtendWriteDeadline lets a long response (a stream) keep writing.
+	ExtendWriteDeadline(w http.ResponseWriter)
+	// ClusterRoutes registers membership and backups on the staff group.
+	ClusterRoutes(staff *echo.Group)
+}
+
+var _ box = (*node.Node)(nil)
+
 // Service serves the domain's HTTP API on one node.
 type Service struct {
-	node    *node.Node
+	node    box
 	cfg     node.Config
 	hub     *stream.Hub
 	auth    *staffauth.Auth
