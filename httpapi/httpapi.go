@@ -35,6 +35,9 @@ type Refusal struct {
 	// Detail is the specifics (in English, e.g. a membership refusal's
 	// reason): it follows the Japanese text and is the English one.
 	Detail string
+	// Message, when set, is the whole text, already in the caller's
+	// language (staff auth words each token failure itself).
+	Message string
 }
 
 // English reports whether the caller asked for English (en, en-US, …).
@@ -59,7 +62,9 @@ func Write(c echo.Context, r Refusal) error {
 	}
 	en := English(c)
 	msg := Message(r.Code, en)
-	if r.Detail != "" {
+	if r.Message != "" {
+		msg = r.Message
+	} else if r.Detail != "" {
 		if en {
 			msg = r.Detail
 		} else {

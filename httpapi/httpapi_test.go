@@ -45,6 +45,10 @@ func TestWriteRefusal(t *testing.T) {
 	if b.Message != "n1 is the last voter" {
 		t.Fatalf("detail in English: %q", b.Message)
 	}
+	_, b = answer(t, "en", Refusal{Status: http.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "Token expired."})
+	if b.Message != "Token expired." || b.ReasonCode != "UNAUTHORIZED" {
+		t.Fatalf("own message: %+v", b)
+	}
 	_, b = answer(t, "en", Refusal{Status: http.StatusBadRequest, Code: "NO_SUCH_CODE"})
 	if b.Message != "The request was refused (NO_SUCH_CODE)." {
 		t.Fatalf("unknown code: %q", b.Message)
