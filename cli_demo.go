@@ -15,8 +15,8 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/pki"
-	"masterorder/node/staffauth"
 	"masterorder/orders"
+	"masterorder/orders/staffauth"
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {

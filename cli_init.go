@@ -16,7 +16,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/pki"
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 type initNode struct {

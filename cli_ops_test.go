@@ -16,8 +16,8 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
-	"masterorder/node/staffauth"
 	"masterorder/orders"
+	"masterorder/orders/staffauth"
 )
 
 const cliPassword = "cli-test-password"

@@ -19,3 +19,9 @@ func SetPrintIO(dial, io time.Duration) func() {
 	printDialTimeout, printIOTimeout = dial, io
 	return func() { printDialTimeout, printIOTimeout = d, i }
 }
+
+// SetCloudStatus makes s report st as its cloud sync status (status and
+// metrics) instead of reading the outbox.
+func (s *Service) SetCloudStatus(st CloudSyncStatus) {
+	s.cloudStatusFn = func() CloudSyncStatus { return st }
+}

@@ -13,8 +13,8 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
-	"masterorder/node/staffauth"
 	"masterorder/orders"
+	"masterorder/orders/staffauth"
 )
 
 const staffPassword = "pw-for-tests"

@@ -88,5 +88,5 @@ func (s *Service) loginLocked(addrKey string) (time.Duration, bool) {
 func (s *Service) recordLoginFailure(ctx context.Context, addrKey string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s.commit(ctx, CmdLoginFailure, loginFailureCmd{Addr: addrKey, Node: s.cfg.NodeID}, false)
+	s.propose(ctx, CmdLoginFailure, loginFailureCmd{Addr: addrKey, Node: s.cfg.NodeID}, false)
 }

@@ -311,9 +311,8 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("kitchen stream: %v %v", err, res)
 	}
 	defer res.Body.Close()
-	f.SetCloudSyncStatus(func() any {
-		return map[string]any{"enabled": true, "online": false, "pending": 3, "lastSyncAt": time.Now().Add(-90 * time.Second)}
-	})
+	lastSync := time.Now().Add(-90 * time.Second).UTC().Format(time.RFC3339Nano)
+	s.svcs[fi].SetCloudStatus(orders.CloudSyncStatus{Enabled: true, Online: false, Pending: 3, LastSyncAt: &lastSync})
 	if err := f.Raft().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}

@@ -68,7 +68,7 @@ func (s *Service) resetPIN(c echo.Context) error {
 	if !validSessionID(id) {
 		return s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
-	r, err := s.propose(c, CmdResetPIN, resetPINCmd{SessionID: id, PIN: newPIN(), Node: s.cfg.NodeID}, false)
+	r, err := s.propose(c.Request().Context(), CmdResetPIN, resetPINCmd{SessionID: id, PIN: newPIN(), Node: s.cfg.NodeID}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}

@@ -260,6 +260,6 @@ func (s *Service) FlushRejections(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := s.commit(ctx, CmdRejectionSummary, rejectionSummaryCmd{Node: s.cfg.NodeID, Rows: rows}, false)
+	_, err := s.propose(ctx, CmdRejectionSummary, rejectionSummaryCmd{Node: s.cfg.NodeID, Rows: rows}, false)
 	return err
 }

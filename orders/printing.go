@@ -19,6 +19,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/httpapi"
 	"masterorder/orders/printing/escpos"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
@@ -332,8 +333,8 @@ func (s *Service) putPrinter(c echo.Context) error {
 		Receipts  bool     `json:"receipts"`
 		Name      string   `json:"name"`
 	}
-	if err := decodeStrict(c, &in); err != nil {
-		return s.badBody(c, err, "INVALID_REQUEST")
+	if err := httpapi.DecodeBody(c, &in); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_REQUEST")
 	}
 	p := store.Printer{PrinterID: id, Addr: in.Addr, Stations: in.Stations, Receipts: in.Receipts, Name: in.Name}
 	if p.Stations == nil {
@@ -342,7 +343,7 @@ func (s *Service) putPrinter(c echo.Context) error {
 	if (in.PrinterID != "" && in.PrinterID != id) || !validPrinter(p) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
 	}
-	r, err := s.propose(c, CmdPutPrinter, putPrinterCmd{Printer: p}, true)
+	r, err := s.propose(c.Request().Context(), CmdPutPrinter, putPrinterCmd{Printer: p}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -354,7 +355,7 @@ func (s *Service) deletePrinter(c echo.Context) error {
 	if !printerIDRe.MatchString(id) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_ID", 0, nil)
 	}
-	r, err := s.propose(c, CmdDeletePrinter, printerIDCmd{PrinterID: id}, false)
+	r, err := s.propose(c.Request().Context(), CmdDeletePrinter, printerIDCmd{PrinterID: id}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -368,7 +369,7 @@ func (s *Service) reprint(c echo.Context) error {
 	}
 	// Not idempotent: a forward retried after an unknown outcome could
 	// queue a second marked copy, never a second new ticket.
-	r, err := s.propose(c, CmdReprint, reprintCmd{OrderID: id}, false)
+	r, err := s.propose(c.Request().Context(), CmdReprint, reprintCmd{OrderID: id}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -444,7 +445,7 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 		if reported != nil && reported.Online == st.Online && sameStr(reported.LastError, st.LastError) {
 			return
 		}
-		if _, err := s.apply(ctx, CmdPrinterState, st); err == nil {
+		if _, err := refused(s.propose(ctx, CmdPrinterState, st, false)); err == nil {
 			reported = &st
 		}
 	}
@@ -505,7 +506,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	r, err := s.commit(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printBegin, Attempts: job.Attempts}, false)
+	r, err := s.propose(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printBegin, Attempts: job.Attempts}, false)
 	if err != nil {
 		return err
 	}
@@ -524,7 +525,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 	// Printed: keep trying to say so while this node leads, since a job
 	// left begun prints again (as a copy) under the next sender.
 	for {
-		r, err := s.commit(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printDone}, false)
+		r, err := s.propose(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printDone}, false)
 		if err == nil && (r.Status == http.StatusOK || r.Status == http.StatusNotFound) {
 			return nil
 		}

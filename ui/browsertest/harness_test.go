@@ -25,8 +25,8 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
-	"masterorder/node/staffauth"
 	"masterorder/orders"
+	"masterorder/orders/staffauth"
 )
 
 const staffPassword = "browser-test-password"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 // TestStaffOpensTableAndChecksOut: on the staff console a staff user logs
