@@ -10,7 +10,7 @@ import (
 // of any command (every handler at version 1): an old box in a rolling
 // upgrade.
 func RegisterV1(reg *raftfsm.Registry) {
-	register(reg, func(raftfsm.CommandType) uint8 { return 1 })
+	registerTable(commandTable{reg, func(raftfsm.CommandType) uint8 { return 1 }})
 }
 
 // SetPrintIO shortens the printer I/O bounds for fault tests.
