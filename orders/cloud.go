@@ -88,12 +88,8 @@ func (o outbox) MarkSynced(ctx context.Context, seqs []uint64) error {
 	return err
 }
 
-func applyCloudState(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c cloudState
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
-	if err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Put(keyCloudState, mustJSON(c), 0); err != nil {
+func applyCloudState(ctx *raftfsm.ApplyContext, tx *kv.Tx, c cloudState) ([]byte, error) {
+	if err := tx.Put(keyCloudState, mustJSON(c), 0); err != nil {
 		return nil, err
 	}
 	return ok(c)

@@ -257,18 +257,8 @@ func (s *Service) catalogKnows(lines []admission.Line) (empty, known bool, err e
 		return true, false, nil
 	}
 	for _, l := range lines {
-		m, found := menu[l.MenuID]
-		if !found {
+		if _, _, found := resolveLine(menu, l); !found {
 			return false, false, nil
-		}
-		for _, t := range l.Toppings {
-			allowed := false
-			for _, mt := range m.Toppings {
-				allowed = allowed || mt.ToppingID == t
-			}
-			if !allowed {
-				return false, false, nil
-			}
 		}
 	}
 	return false, true, nil

@@ -446,7 +446,7 @@ func validKey(k string) bool { return printable(k, kv.MaxKeyLen) }
 func (s *Service) listLocks(c echo.Context) error {
 	prefix := c.QueryParam("prefix")
 	if prefix == "" {
-		prefix = "lock:"
+		prefix = prefixLock
 	}
 	if !validKey(prefix) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_KEY", 0, nil)

@@ -108,48 +108,7 @@ func TestMembersEndpoints(t *testing.T) {
 // (the FSM's own bookkeeping table excluded).
 func tables(t *testing.T, n *node.Node) map[string][]string {
 	t.Helper()
-	out := map[string][]string{}
-	err := n.FSM().Query(func(db *sql.DB) error {
-		rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' AND name <> '_fsm_meta' ORDER BY name`)
-		if err != nil {
-			return err
-		}
-		var names []string
-		for rows.Next() {
-			var name string
-			rows.Scan(&name)
-			names = append(names, name)
-		}
-		rows.Close()
-		for _, name := range names {
-			rs, err := db.Query(`SELECT * FROM "` + name + `" ORDER BY rowid`)
-			if err != nil {
-				return err
-			}
-			cols, _ := rs.Columns()
-			for rs.Next() {
-				vals := make([]any, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				if err := rs.Scan(ptrs...); err != nil {
-					rs.Close()
-					return err
-				}
-				out[name] = append(out[name], fmt.Sprintf("%v", vals))
-			}
-			rs.Close()
-			if _, ok := out[name]; !ok {
-				out[name] = nil
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return orders.FSMTables(t, n.FSM())
 }
 
 func TestBackupRestoreRoundTrip(t *testing.T) {

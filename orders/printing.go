@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/httpapi"
+	"masterorder/kv"
 	"masterorder/orders/printing/escpos"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
@@ -64,12 +65,12 @@ func stationOf(store.OrderItem) string { return defaultStation }
 // ticket numbers exist (issue 16).
 func ticketNumber(o store.Order) string { return strconv.FormatInt(o.OrderID, 10) }
 
-func registerPrinting(add func(raftfsm.CommandType, string, raftfsm.Handler)) {
-	add(CmdPutPrinter, "orders.putPrinter", applyPutPrinter)
-	add(CmdDeletePrinter, "orders.deletePrinter", applyDeletePrinter)
-	add(CmdPrintJob, "orders.printJob", applyPrintJob)
-	add(CmdReprint, "orders.reprint", applyReprint)
-	add(CmdPrinterState, "orders.printerState", applyPrinterState)
+func registerPrinting(tab commandTable) {
+	register(tab, CmdPutPrinter, "orders.putPrinter", applyPutPrinter)
+	register(tab, CmdDeletePrinter, "orders.deletePrinter", applyDeletePrinter)
+	register(tab, CmdPrintJob, "orders.printJob", applyPrintJob)
+	register(tab, CmdReprint, "orders.reprint", applyReprint)
+	register(tab, CmdPrinterState, "orders.printerState", applyPrinterState)
 }
 
 var (
@@ -101,11 +102,7 @@ func validPrinter(p store.Printer) bool {
 	return true
 }
 
-func applyPutPrinter(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c putPrinterCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyPutPrinter(ctx *raftfsm.ApplyContext, tx *kv.Tx, c putPrinterCmd) ([]byte, error) {
 	if err := store.UpsertPrinter(ctx.DB, c.Printer); err != nil {
 		return nil, err
 	}
@@ -132,17 +129,13 @@ type printerIDCmd struct {
 
 func (c printerIDCmd) valid() bool { return printerIDRe.MatchString(c.PrinterID) }
 
-func applyDeletePrinter(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c printerIDCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyDeletePrinter(ctx *raftfsm.ApplyContext, tx *kv.Tx, c printerIDCmd) ([]byte, error) {
 	found, err := store.DeletePrinter(ctx.DB, c.PrinterID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "PRINTER_NOT_FOUND")
+		return reject(http.StatusNotFound, "PRINTER_NOT_FOUND")
 	}
 	return ok(map[string]any{"printerId": c.PrinterID, "deleted": true})
 }
@@ -161,17 +154,13 @@ type printJobCmd struct {
 
 func (c printJobCmd) valid() bool { return c.Step == printBegin || c.Step == printDone }
 
-func applyPrintJob(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c printJobCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyPrintJob(ctx *raftfsm.ApplyContext, tx *kv.Tx, c printJobCmd) ([]byte, error) {
 	j, found, err := store.GetPrintJob(ctx.DB, c.JobID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "NOT_FOUND") // printed already, or its printer deleted
+		return reject(http.StatusNotFound, "NOT_FOUND") // printed already, or its printer deleted
 	}
 	if c.Step == printDone {
 		if err := store.DeletePrintJob(ctx.DB, c.JobID); err != nil {
@@ -180,7 +169,7 @@ func applyPrintJob(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 		return ok(map[string]int64{"jobId": c.JobID})
 	}
 	if j.Attempts != c.Attempts {
-		return reject(409, "INVALID_TRANSITION") // someone else began this attempt
+		return reject(http.StatusConflict, "INVALID_TRANSITION") // someone else began this attempt
 	}
 	if err := store.BeginPrintJob(ctx.DB, c.JobID); err != nil {
 		return nil, err
@@ -192,17 +181,13 @@ type reprintCmd struct {
 	OrderID int64 `json:"orderId"`
 }
 
-func applyReprint(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c reprintCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyReprint(ctx *raftfsm.ApplyContext, tx *kv.Tx, c reprintCmd) ([]byte, error) {
 	o, found, err := store.GetOrder(ctx.DB, c.OrderID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "ORDER_NOT_FOUND")
+		return reject(http.StatusNotFound, "ORDER_NOT_FOUND")
 	}
 	n, err := queueTickets(ctx, o, escpos.KindReprint)
 	if err != nil {
@@ -219,11 +204,7 @@ type printerStateCmd struct {
 
 func (c printerStateCmd) valid() bool { return printerIDRe.MatchString(c.PrinterID) }
 
-func applyPrinterState(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c printerStateCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyPrinterState(ctx *raftfsm.ApplyContext, tx *kv.Tx, c printerStateCmd) ([]byte, error) {
 	if c.LastError != nil && len(*c.LastError) > 200 {
 		e := (*c.LastError)[:200]
 		c.LastError = &e
