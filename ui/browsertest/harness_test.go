@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -82,35 +81,28 @@ func (s *store) waitReady(i int) {
 	s.t.Fatalf("node %d not ready within 10s", i)
 }
 
+// apiResp is an orderstest.Resp under the names these tests use.
 type apiResp struct {
 	status int
 	header http.Header
 	body   []byte
 }
 
-func (r apiResp) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
+func toAPIResp(r orderstest.Resp) apiResp {
+	return apiResp{status: r.Status, header: r.Header, body: r.Body}
 }
 
-func (r apiResp) reason() string {
-	var e struct {
-		ReasonCode string `json:"reasonCode"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.ReasonCode
+func (r apiResp) decode(t testing.TB, v any) {
+	t.Helper()
+	orderstest.Resp{Body: r.body}.Decode(t, v)
 }
+
+func (r apiResp) reason() string { return orderstest.Resp{Body: r.body}.Reason() }
 
 // call is one HTTP request to node i; status -1 when it did not answer.
 func (s *store) call(i int, method, path string, hdr map[string]string, body any) apiResp {
 	s.t.Helper()
 	return toAPIResp(orderstest.Do(s.t, s.hc, method, s.url(i)+path, hdr, body))
-}
-
-func toAPIResp(r orderstest.Resp) apiResp {
-	return apiResp{status: r.Status, header: r.Header, body: r.Body}
 }
 
 func (s *store) login(i int) string {
