@@ -67,6 +67,9 @@ func newGuestStorm(s *store, conc, tablesEach int) *guestStorm {
 
 func (g *guestStorm) start() {
 	g.stop = make(chan struct{})
+	// A test that fails mid-storm must not leave its callers spinning
+	// against stopped nodes while the next tests run.
+	g.s.t.Cleanup(g.halt)
 	for w := range g.tables {
 		g.wg.Add(1)
 		go func(w int) {
@@ -106,9 +109,13 @@ func (g *guestStorm) start() {
 	}
 }
 
-// halt stops the storm.
+// halt stops the storm (again: a no-op).
 func (g *guestStorm) halt() {
-	close(g.stop)
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+	}
 	g.wg.Wait()
 }
 

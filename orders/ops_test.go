@@ -19,6 +19,7 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
+	"masterorder/orders/orderstest"
 )
 
 // Operations through the HTTP API: membership calls, backup and restore,
@@ -166,14 +167,8 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	if _, err := node.RestoreBackup(cfg, orders.NodeOptions(), bytes.NewReader(backup)); err == nil {
 		t.Fatal("a second restore into the same data dir was accepted")
 	}
-	one := &store{t: t, svcs: make([]*orders.Service, 1), http: s.http}
-	one.c = nodetest.StartConfigs(t, []node.Config{cfg}, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
-		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: passwordHash(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		one.svcs[i] = svc
-	})
+	st := orderstest.StartConfigs(t, []node.Config{cfg}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
+	one := &store{t: t, c: st.Cluster, svcs: st.Svcs, http: s.http}
 	restored := one.c.Nodes[0]
 	if got := tables(t, restored); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("restored tables differ:\n got %v\nwant %v", got, want)
@@ -354,18 +349,12 @@ func TestHousekeepingArchivesAndPrunes(t *testing.T) {
 	for i := range offset {
 		offset[i].Store(int64(-50 * 365 * 24 * time.Hour))
 	}
-	s := &store{t: t, svcs: make([]*orders.Service, 3), http: &http.Client{Timeout: 15 * time.Second}}
-	s.c = nodetest.Start(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 }, func(i int) node.Options {
+	st := orderstest.Start(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 }, func(i int) node.Options {
 		o := orders.NodeOptions()
 		o.WallClock = func() time.Time { return time.Now().Add(time.Duration(offset[i].Load())) }
 		return o
-	}, func(i int, nd *node.Node) {
-		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: passwordHash(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.svcs[i] = svc
-	})
+	}, orders.Options{StaffPasswordHash: passwordHash(t)})
+	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, http: &http.Client{Timeout: 15 * time.Second}}
 	first, _ := s.c.WaitLeader(5 * time.Second)
 	for i := range offset {
 		if i != first {
