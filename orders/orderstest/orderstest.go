@@ -5,6 +5,7 @@ package orderstest
 import (
 	"bytes"
 	"encoding/json"
+	"golang.org/x/crypto/bcrypt"
 	"io"
 	"net/http"
 	"sync"
@@ -13,7 +14,6 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
-	"masterorder/orders/staffauth"
 )
 
 // Store is a running cluster with an orders.Service on every node.
@@ -68,8 +68,8 @@ var (
 	hashes = map[string]string{}
 )
 
-// PasswordHash is the staff password hash of pw, computed once per test
-// binary (hashing is slow on purpose).
+// PasswordHash is a staff password hash of pw, computed once per test
+// binary.
 func PasswordHash(t testing.TB, pw string) string {
 	t.Helper()
 	hashMu.Lock()
@@ -77,12 +77,15 @@ func PasswordHash(t testing.TB, pw string) string {
 	if h, ok := hashes[pw]; ok {
 		return h
 	}
-	h, err := staffauth.HashPassword(pw)
+	// bcrypt's lowest cost: the cost travels in the hash and the server
+	// checks any cost, and tests log in hundreds of times under -race on a
+	// loaded box, where the default cost took seconds per login.
+	b, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hashes[pw] = h
-	return h
+	hashes[pw] = string(b)
+	return string(b)
 }
 
 // Resp is one HTTP answer; Status is -1 when the node did not answer.
