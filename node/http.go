@@ -22,6 +22,16 @@ import (
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 64 << 10
 
+// largeBodies are the routes whose handler bounds its own body instead
+// (a menu picture is up to 256 KiB).
+var largeBodies sync.Map
+
+// AllowLargeBody exempts a route (its echo path) from MaxBodyBytes; its
+// handler must read a bounded amount itself.
+func AllowLargeBody(route string) { largeBodies.Store(route, true) }
+
+func boundsOwnBody(c echo.Context) bool { _, ok := largeBodies.Load(c.Path()); return ok }
+
 // APIError is the error body every endpoint answers with.
 type APIError struct {
 	Allowed    bool   `json:"allowed"`
@@ -102,7 +112,7 @@ func newEcho(n *Node) *echo.Echo {
 		n.log.Error("panic in handler", "path", c.Path(), "error", err, "stack", string(stack))
 		return err
 	}}))
-	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprint(MaxBodyBytes/1024) + "K", Skipper: boundsOwnBody}))
 	e.Use(bodyDeadline)
 	e.Use(n.writeDeadline)
 	e.Use(n.securityHeaders)

@@ -41,10 +41,12 @@ const (
 //     OUT_OF_STOCK; the proposer's attempt id;
 //   - setStock, checkout steps: the request id the FSM remembers; checkout
 //     stores the payment and answers taxIncluded;
-//   - forceRelease: only lock:, pinlock: and burst: keys.
+//   - forceRelease: only lock:, pinlock: and burst: keys;
+//   - upsertMenu: the content patch (names, descriptions, allergens).
 var commandVersions = map[raftfsm.CommandType]uint8{
 	CmdSetStock: 2, CmdPlaceOrder: 2, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2,
+	CmdUpsertMenu: 2, // M-content: the item's words (content patch)
 }
 
 // versionOf is the version this build proposes for t.
@@ -87,6 +89,7 @@ func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8)
 	add(CmdResetPIN, "orders.resetPIN", applyResetPIN)
 	registerCalls(add)
 	registerPrinting(add)
+	registerContent(add)
 }
 
 // Staff requests the forwarding layer may commit twice (a retry after an
@@ -172,6 +175,9 @@ func sessionPrefixes(sessionID string) []string {
 
 type upsertMenuCmd struct {
 	Item store.MenuItem `json:"item"`
+	// Content (version 2) changes the item's words; Item's own content
+	// fields are ignored.
+	Content *store.ContentPatch `json:"content,omitempty"`
 }
 
 func applyUpsertMenu(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
@@ -181,6 +187,11 @@ func applyUpsertMenu(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 	}
 	if err := store.UpsertMenuItem(ctx.DB, c.Item); err != nil {
 		return nil, err
+	}
+	if ctx.Version >= 2 && c.Content != nil {
+		if err := store.PatchMenuContent(ctx.DB, c.Item.MenuID, *c.Content); err != nil {
+			return nil, err
+		}
 	}
 	// Every version writes it: a v1 write after a v2 one must change the
 	// cache key too, or nodes would price with different menus.

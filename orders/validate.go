@@ -78,7 +78,7 @@ func (c upsertMenuCmd) valid() bool {
 		}
 		seen[t.ToppingID] = true
 	}
-	return true
+	return validContentPatch(c.Content)
 }
 
 func (c setStockCmd) valid() bool {
