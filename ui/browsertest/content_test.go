@@ -8,6 +8,8 @@ import (
 	"image/color"
 	"image/jpeg"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +219,69 @@ func TestGuestMenuContentAndLanguages(t *testing.T) {
 	}
 	if eval[bool](zh, `!!window.pwned || !!document.querySelector('#menu-list b')`) {
 		t.Fatal("menu data was rendered as HTML")
+	}
+}
+
+// The staff console edits an item's other-language names, descriptions,
+// allergens and picture, and its category's names; the guest API then
+// carries them.
+func TestStaffEditsMenuContent(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	n := s.leader()
+	dir := t.TempDir()
+	pic := filepath.Join(dir, "ramen.jpg")
+	if err := os.WriteFile(pic, picture(t, 800, 600), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := b.open("staff", s.url((n+1)%3)+"/staff/", phoneW, phoneH)
+	st.login()
+	st.click(`#tabs button[data-tab="menu"]`)
+	st.waitVisible(`#menu-list tr[data-menu-id="tonkotsu"]`)
+	st.click(`#menu-list tr[data-menu-id="tonkotsu"] [data-action="edit"]`)
+	st.waitFor("the form filled", `document.querySelector('#menu-id').value === 'tonkotsu' && !!document.querySelector('#menu-name-zh-Hans')`, 5*time.Second)
+	st.typeInto("#menu-name-zh-Hans", "豚骨拉面")
+	st.typeInto("#menu-name-ko", "돈코츠 라멘")
+	st.typeInto("#menu-description", "濃厚な豚骨スープ")
+	st.typeInto("#menu-description-en", "Rich pork broth")
+	for _, a := range []string{"wheat", "pork"} {
+		st.click(fmt.Sprintf(`#menu-allergens input[value=%q]`, a))
+	}
+	st.typeInto("#category-name-zh-Hans", "面类")
+	st.do(chromedp.SetUploadFiles(chromedp.CSS("#menu-picture"), []string{pic}))
+	st.waitVisible("#menu-picture-preview")
+	st.scrollBelowBars("#menu-content")
+	st.screenshot("staff-menu-content-phone")
+	st.viewport(tabletW, tabletH)
+	st.scrollBelowBars("#menu-content")
+	st.screenshot("staff-menu-content-tablet")
+	st.click("#menu-save")
+	st.waitFor("the saved picture shown", `(() => { const i = document.querySelector('#menu-picture-preview'); return !!i && i.src.includes('/api/images/') && i.complete && i.naturalWidth > 0; })()`, 15*time.Second)
+
+	sess := s.openSession(n, "E1")
+	r := s.call((n+2)%3, "GET", "/api/guest/sessions/"+sess.SessionID+"/menu", map[string]string{"X-Session-PIN": sess.PIN}, nil)
+	var menu struct {
+		Items []struct {
+			MenuID, Description, DescriptionEn string
+			Names                              map[string]string
+			Allergens                          []string
+			ImageURL                           *string
+		}
+		Categories map[string]map[string]string
+	}
+	r.decode(t, &menu)
+	found := false
+	for _, it := range menu.Items {
+		if it.MenuID != "tonkotsu" {
+			continue
+		}
+		found = true
+		if it.Names["zh-Hans"] != "豚骨拉面" || it.Names["ko"] != "돈코츠 라멘" || it.Description != "濃厚な豚骨スープ" ||
+			it.DescriptionEn != "Rich pork broth" || fmt.Sprint(it.Allergens) != "[wheat pork]" || it.ImageURL == nil {
+			t.Errorf("saved item %+v", it)
+		}
+	}
+	if !found || menu.Categories["noodles"]["zh-Hans"] != "面类" {
+		t.Errorf("guest menu: found %v, categories %v", found, menu.Categories)
 	}
 }
