@@ -2,6 +2,7 @@ package menuimage
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -31,6 +32,14 @@ func withCanvas(p []byte, w, h uint32) []byte {
 	return p
 }
 
+func b64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 func TestProcess(t *testing.T) {
 	opaque := image.NewRGBA(image.Rect(0, 0, 40, 30))
 	clear := image.NewNRGBA(image.Rect(0, 0, 40, 30))
@@ -55,6 +64,7 @@ func TestProcess(t *testing.T) {
 		{"opaque png becomes jpeg", encodePNG(t, opaque), "image/png", nil, "image/jpeg", 40, 30},
 		{"transparent png stays png", encodePNG(t, clear), "image/png", nil, "image/png", 40, 30},
 		{"large scaled to 800", encodePNG(t, big), "image/png", nil, "image/jpeg", 800, 400},
+		{"webp (lossy)", b64("UklGRiIAAABXRUJQVlA4IBYAAAAwAQCdASoBAAEADsD+JaQAA3AAAAAA"), "image/webp", nil, "image/jpeg", 1, 1},
 		{"png claiming jpeg", encodePNG(t, opaque), "image/jpeg", ErrNotClaimed, "", 0, 0},
 		{"jpeg claiming webp", j.Bytes(), "image/webp", ErrNotClaimed, "", 0, 0},
 		{"fake webp", []byte("RIFF\x10\x00\x00\x00WEBPVP8 \x00\x00\x00\x00"), "image/webp", ErrUndecodable, "", 0, 0},
@@ -91,6 +101,7 @@ func TestProcess(t *testing.T) {
 func FuzzProcess(f *testing.F) {
 	f.Add(encodePNG(f, image.NewGray(image.Rect(0, 0, 3, 2))), "image/png")
 	f.Add([]byte("RIFF\x10\x00\x00\x00WEBPVP8L"), "image/webp")
+	f.Add(b64("UklGRhoAAABXRUJQVlA4TA0AAAAvAAAAEAcQERGIiP4HAA=="), "image/webp")
 	f.Fuzz(func(t *testing.T, data []byte, ct string) {
 		p, err := Process(data, ct)
 		if err != nil {
