@@ -26,11 +26,14 @@ const MaxBodyBytes = 64 << 10
 // (a menu picture is up to 256 KiB).
 var largeBodies sync.Map
 
-// AllowLargeBody exempts a route (its echo path) from MaxBodyBytes; its
-// handler must read a bounded amount itself.
-func AllowLargeBody(route string) { largeBodies.Store(route, true) }
+// AllowLargeBody exempts one method of a route (its echo path) from
+// MaxBodyBytes; its handler must read a bounded amount itself.
+func AllowLargeBody(method, route string) { largeBodies.Store(method+" "+route, true) }
 
-func boundsOwnBody(c echo.Context) bool { _, ok := largeBodies.Load(c.Path()); return ok }
+func boundsOwnBody(c echo.Context) bool {
+	_, ok := largeBodies.Load(c.Request().Method + " " + c.Path())
+	return ok
+}
 
 // APIError is the error body every endpoint answers with.
 type APIError struct {

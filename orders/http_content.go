@@ -247,6 +247,6 @@ func (s *Service) contentRoutes(e *echo.Echo, staff *echo.Group) {
 	staff.PUT("/menu/:menuId/image", s.putMenuImage)
 	staff.DELETE("/menu/:menuId/image", s.deleteMenuImage)
 	staff.PUT("/categories/:category", s.putCategoryNames)
-	node.AllowLargeBody("/api/staff/menu/:menuId/image")
+	node.AllowLargeBody(http.MethodPut, "/api/staff/menu/:menuId/image")
 	e.GET("/api/images/:hash", s.getImage)
 }
