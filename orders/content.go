@@ -1,10 +1,12 @@
 package orders
 
 import (
+	"net/http"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"masterorder/kv"
 	"masterorder/orders/admission"
 	"masterorder/orders/menuimage"
 	"masterorder/orders/store"
@@ -19,9 +21,9 @@ const (
 	CmdSetCategoryNames raftfsm.CommandType = 101
 )
 
-func registerContent(add func(raftfsm.CommandType, string, raftfsm.Handler)) {
-	add(CmdSetMenuImage, "orders.setMenuImage", applySetMenuImage)
-	add(CmdSetCategoryNames, "orders.setCategoryNames", applySetCategoryNames)
+func registerContent(tab commandTable) {
+	register(tab, CmdSetMenuImage, "orders.setMenuImage", applySetMenuImage)
+	register(tab, CmdSetCategoryNames, "orders.setCategoryNames", applySetCategoryNames)
 }
 
 // Allergens is the fixed list of API.md, in display order.
@@ -130,15 +132,11 @@ func (c setMenuImageCmd) valid() bool {
 		isLowerHex(c.Hash, 64) && menuimage.Hash(c.Data) == c.Hash
 }
 
-func applySetMenuImage(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c setMenuImageCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applySetMenuImage(ctx *raftfsm.ApplyContext, _ *kv.Tx, c setMenuImageCmd) ([]byte, error) {
 	if _, found, err := store.GetMenuItem(ctx.DB, c.MenuID); err != nil {
 		return nil, err
 	} else if !found {
-		return reject(404, "MENU_ITEM_NOT_FOUND")
+		return reject(http.StatusNotFound, "MENU_ITEM_NOT_FOUND")
 	}
 	var img *store.Image
 	if c.Data != nil {
@@ -166,11 +164,7 @@ func (c setCategoryNamesCmd) valid() bool {
 	return validText(c.Category, 64, true) && validNames(c.Names)
 }
 
-func applySetCategoryNames(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c setCategoryNamesCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applySetCategoryNames(ctx *raftfsm.ApplyContext, _ *kv.Tx, c setCategoryNamesCmd) ([]byte, error) {
 	if err := store.SetCategoryNames(ctx.DB, c.Category, c.Names); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/text/language"
 
+	"masterorder/httpapi"
 	"masterorder/node"
 	"masterorder/orders/admission"
 	"masterorder/orders/menuimage"
@@ -118,8 +119,7 @@ func canonicalNames(in map[string]string, field string) (store.Names, string, bo
 
 // failField answers 400 with the reason code and the field it is about.
 func (s *Service) failField(c echo.Context, code, field string) error {
-	return c.JSON(http.StatusBadRequest, map[string]any{"allowed": false, "reasonCode": code,
-		"message": message(code, node.English(c)), "field": field})
+	return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: code, Field: field})
 }
 
 // ---- pictures ----
@@ -146,7 +146,7 @@ func (s *Service) putMenuImage(c echo.Context) error {
 		}
 		return s.failField(c, "INVALID_IMAGE", field)
 	}
-	r, err := s.propose(c, CmdSetMenuImage, setMenuImageCmd{MenuID: menuID, Hash: pic.Hash, ContentType: pic.ContentType, Data: pic.Data}, true)
+	r, err := s.propose(c.Request().Context(), CmdSetMenuImage, setMenuImageCmd{MenuID: menuID, Hash: pic.Hash, ContentType: pic.ContentType, Data: pic.Data}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -159,7 +159,7 @@ func (s *Service) deleteMenuImage(c echo.Context) error {
 	if !admission.ValidID(menuID) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_ID", 0, nil)
 	}
-	r, err := s.propose(c, CmdSetMenuImage, setMenuImageCmd{MenuID: menuID}, true)
+	r, err := s.propose(c.Request().Context(), CmdSetMenuImage, setMenuImageCmd{MenuID: menuID}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -222,7 +222,7 @@ func (s *Service) putCategoryNames(c echo.Context) error {
 	if !good {
 		return s.failField(c, "INVALID_REQUEST", field)
 	}
-	r, err := s.propose(c, CmdSetCategoryNames, setCategoryNamesCmd{Category: cat, Names: names}, true)
+	r, err := s.propose(c.Request().Context(), CmdSetCategoryNames, setCategoryNamesCmd{Category: cat, Names: names}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
