@@ -138,7 +138,7 @@ func TestGuestMenuContentAndLanguages(t *testing.T) {
 	if !g.visible(`[data-item-id="oolong"]`) || !g.visible(`[data-item-id="shoyu"]`) {
 		t.Error("the filter hid items without pork")
 	}
-	if got := g.text("#filter-hidden"); got != "2 品を非表示にしています" {
+	if got := g.text("#filter-hidden"); got != "2 品を非表示中" {
 		t.Errorf("hidden count %q", got)
 	}
 	g.click(`#filter-panel button.primary`)
