@@ -2,7 +2,8 @@
 # Short, bounded fuzzing of everything a guest's request or a corrupt Raft
 # entry can reach: the order decoder, the cart normalizer and fingerprint,
 # the Idempotency-Key parser, the Raft command envelope, a whole FSM Apply
-# with the real domain registry, and the config loader. Seeds are checked
+# with the real domain registry, an uploaded menu picture, and the config
+# loader. Seeds are checked
 # in under testdata/fuzz/<Target>/ next to each target (and run in every
 # plain `go test`); a crash found here is written there as a new file.
 #
@@ -18,6 +19,7 @@ targets=(
   "./orders/admission FuzzParseIdempotencyKey"
   "./raftfsm FuzzCommandDecode"
   "./orders FuzzFSMApply"
+  "./orders/menuimage FuzzProcess"
   "./node FuzzParseConfig"
 )
 for t in "${targets[@]}"; do

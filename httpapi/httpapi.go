@@ -23,6 +23,8 @@ type Error struct {
 	ReasonCode string   `json:"reasonCode"`
 	Message    string   `json:"message"`
 	SKUs       []string `json:"skus,omitempty"`
+	// Field names the request field a 400 is about (API.md).
+	Field string `json:"field,omitempty"`
 }
 
 // Refusal is one error answer.
@@ -32,6 +34,8 @@ type Refusal struct {
 	RetryAfter time.Duration
 	// SKUs name the items an OUT_OF_STOCK refusal is about.
 	SKUs []string
+	// Field names the request field a 400 is about.
+	Field string
 	// Detail is the specifics (in English, e.g. a membership refusal's
 	// reason): it follows the Japanese text and is the English one.
 	Detail string
@@ -71,7 +75,7 @@ func Write(c echo.Context, r Refusal) error {
 			msg += "（" + r.Detail + "）"
 		}
 	}
-	return c.JSON(r.Status, Error{Allowed: false, ReasonCode: r.Code, Message: msg, SKUs: r.SKUs})
+	return c.JSON(r.Status, Error{Allowed: false, ReasonCode: r.Code, Message: msg, SKUs: r.SKUs, Field: r.Field})
 }
 
 // Fail answers status with code and its message.

@@ -25,6 +25,7 @@ var messages = map[string][2]string{
 	"INVALID_PASSWORD":          {"パスワードが違います。", "Wrong password."},
 	"LOGIN_LOCKED":              {"ログインの失敗が続いたため、しばらくお待ちください。", "Too many failed logins. Please wait a while."},
 	"INVALID_MENU_ITEM":         {"メニュー項目の内容が正しくありません。", "The menu item is not valid."},
+	"INVALID_IMAGE":             {"写真を受け付けられません（JPEG・PNG・WebP、256 KB まで）。", "The picture cannot be used (JPEG, PNG or WebP, 256 KB at most)."},
 	"INVALID_STOCK":             {"在庫数が正しくありません。", "The stock quantity is not valid."},
 	"INVALID_TABLE":             {"テーブルIDが正しくありません。", "The table id is not valid."},
 	"INVALID_ID":                {"IDが正しくありません。", "The id is not valid."},

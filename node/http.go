@@ -23,6 +23,19 @@ import (
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 64 << 10
 
+// largeBodies are the routes whose handler bounds its own body instead
+// (a menu picture is up to 256 KiB).
+var largeBodies sync.Map
+
+// AllowLargeBody exempts one method of a route (its echo path) from
+// MaxBodyBytes; its handler must read a bounded amount itself.
+func AllowLargeBody(method, route string) { largeBodies.Store(method+" "+route, true) }
+
+func boundsOwnBody(c echo.Context) bool {
+	_, ok := largeBodies.Load(c.Request().Method + " " + c.Path())
+	return ok
+}
+
 // FailErr maps cluster errors (no quorum, halted) to their answers; other
 // errors become 500 INTERNAL without details (they are logged).
 func (n *Node) FailErr(c echo.Context, err error) error {
@@ -72,7 +85,7 @@ func newEcho(n *Node) *echo.Echo {
 		n.log.Error("panic in handler", "path", c.Path(), "error", err, "stack", string(stack))
 		return err
 	}}))
-	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprint(MaxBodyBytes/1024) + "K", Skipper: boundsOwnBody}))
 	e.Use(bodyDeadline)
 	e.Use(n.writeDeadline)
 	e.Use(n.securityHeaders)

@@ -140,11 +140,19 @@ func unitsPerSKU(lines []admission.Line) []skuUnits {
 
 type upsertMenuCmd struct {
 	Item store.MenuItem `json:"item"`
+	// Content (version 2) changes the item's words; Item's own content
+	// fields are ignored.
+	Content *store.ContentPatch `json:"content,omitempty"`
 }
 
 func applyUpsertMenu(ctx *raftfsm.ApplyContext, tx *kv.Tx, c upsertMenuCmd) ([]byte, error) {
 	if err := store.UpsertMenuItem(ctx.DB, c.Item); err != nil {
 		return nil, err
+	}
+	if ctx.Version >= 2 && c.Content != nil {
+		if err := store.PatchMenuContent(ctx.DB, c.Item.MenuID, *c.Content); err != nil {
+			return nil, err
+		}
 	}
 	// Every version writes it: a v1 write after a v2 one must change the
 	// cache key too, or nodes would price with different menus.

@@ -36,10 +36,12 @@ const (
 //     OUT_OF_STOCK; the proposer's attempt id;
 //   - setStock, checkout steps: the request id the FSM remembers; checkout
 //     stores the payment and answers taxIncluded;
-//   - forceRelease: only lock:, pinlock: and burst: keys.
+//   - forceRelease: only lock:, pinlock: and burst: keys;
+//   - upsertMenu: the content patch (names, descriptions, allergens).
 var commandVersions = map[raftfsm.CommandType]uint8{
 	CmdSetStock: 2, CmdPlaceOrder: 2, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2,
+	CmdUpsertMenu: 2, // M-content: the item's words (content patch)
 }
 
 // versionOf is the version this build proposes for t.
@@ -84,4 +86,6 @@ func registerTable(tab commandTable) {
 	// calls.go, printing.go
 	registerCalls(tab)
 	registerPrinting(tab)
+	// content.go
+	registerContent(tab)
 }

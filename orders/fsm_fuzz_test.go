@@ -14,6 +14,7 @@ import (
 
 	"masterorder/kv"
 	"masterorder/orders/admission"
+	"masterorder/orders/menuimage"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
@@ -121,13 +122,26 @@ func fzSeeds() [][]byte {
 	add(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "bill"})
 	add(CmdCallDone, callDoneCmd{CallID: 1})
 	add(CmdCloseDay, closeDayCmd{Label: "2026-12-01", Force: true})
+	// Menu content (content.go): words, a picture, its removal, category names.
+	desc, allergens, unknown := "鶏ガラ", []string{"wheat", "egg"}, []string{"gluten"}
+	gyoza := store.MenuItem{MenuID: "gyoza", Name: "餃子", Price: 450, Available: true, Toppings: []store.Topping{}}
+	add(CmdUpsertMenu, upsertMenuCmd{Item: gyoza, Content: &store.ContentPatch{Names: &store.Names{"zh-Hans": "煎饺"}, Description: &desc, Allergens: &allergens}})
+	pic := []byte("\xff\xd8\xff a re-encoded picture")
+	add(CmdSetMenuImage, setMenuImageCmd{MenuID: "ramen", Hash: menuimage.Hash(pic), ContentType: "image/jpeg", Data: pic})
+	add(CmdSetMenuImage, setMenuImageCmd{MenuID: "ramen"})
+	add(CmdSetCategoryNames, setCategoryNamesCmd{Category: "noodles", Names: store.Names{"ko": "면류"}})
+	add(CmdUpsertMenu, upsertMenuCmd{Item: gyoza, Content: &store.ContentPatch{Allergens: &unknown}})
+	add(CmdUpsertMenu, upsertMenuCmd{Item: gyoza, Content: &store.ContentPatch{Names: &store.Names{"not a tag": "x"}}})
+	add(CmdSetMenuImage, setMenuImageCmd{MenuID: "ramen", Hash: menuimage.Hash(pic[1:]), ContentType: "image/jpeg", Data: pic})
+	add(CmdSetMenuImage, setMenuImageCmd{MenuID: "nosuch", Hash: menuimage.Hash(pic), ContentType: "image/jpeg", Data: pic})
+	add(CmdSetCategoryNames, setCategoryNamesCmd{Category: "", Names: store.Names{"ko": "x"}})
 	add(kv.CmdOp, map[string]any{"op": "txn", "conds": []map[string]any{{"key": "lock:x"}}, "ops": []map[string]any{{"key": "lock:x", "delete": true}}})
 	add(kv.CmdExpire, map[string]any{"limit": 10})
 	// Malformed payloads of known types: bad JSON, wrong types, values the
 	// HTTP layer never sends.
 	for _, t := range []raftfsm.CommandType{kv.CmdOp, kv.CmdExpire, CmdUpsertMenu, CmdSetStock, CmdOpenSession, CmdPlaceOrder, CmdSetOrderStatus,
 		CmdCheckoutBegin, CmdCheckoutCancel, CmdCheckout, CmdPINFailure, CmdForceRelease, CmdOutboxSynced, CmdRevokeToken, CmdHousekeeping,
-		CmdGuestCall, CmdCallDone, CmdCloseDay} {
+		CmdGuestCall, CmdCallDone, CmdCloseDay, CmdSetMenuImage, CmdSetCategoryNames} {
 		add(t, "")
 		add(t, "{")
 		add(t, "[]")

@@ -119,10 +119,7 @@ func (s *Service) guestMenu(c echo.Context) error {
 	if err := s.query(func(db store.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
 		return s.failErr(c, err)
 	}
-	if items == nil {
-		items = []store.MenuItem{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items})
+	return s.menuAnswer(c, items)
 }
 
 func (s *Service) guestOrders(c echo.Context) error {

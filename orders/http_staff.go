@@ -158,6 +158,8 @@ type menuInput struct {
 	Toppings  []toppingInput `json:"toppings"`
 	// menuId in the body is accepted when it matches the path.
 	MenuID string `json:"menuId"`
+
+	contentInput // names, description(En), allergens: http_content.go
 }
 
 const (
@@ -206,6 +208,10 @@ func (s *Service) putMenu(c echo.Context) error {
 	if !ok {
 		return s.fail(c, http.StatusBadRequest, "INVALID_MENU_ITEM", 0, nil)
 	}
+	content, field, ok := in.contentInput.patch()
+	if !ok {
+		return s.failField(c, "INVALID_MENU_ITEM", field)
+	}
 	if isKitchen(c) {
 		// The kitchen toggles sold-out; names, prices and toppings are the
 		// manager's.
@@ -214,11 +220,16 @@ func (s *Service) putMenu(c echo.Context) error {
 		if err := s.query(func(db store.DB) (err error) { cur, found, err = store.GetMenuItem(db, menuID); return }); err != nil {
 			return s.failErr(c, err)
 		}
+		item.MenuContent = cur.MenuContent
+		if content != nil {
+			item.MenuContent = content.Apply(cur.MenuContent)
+		}
 		if !found || !sameExceptAvailable(cur, item) {
 			return staffauth.Forbid(c)
 		}
 	}
-	r, err := s.propose(c.Request().Context(), CmdUpsertMenu, upsertMenuCmd{Item: item}, true)
+	item.MenuContent = store.MenuContent{} // the command's content is the patch
+	r, err := s.propose(c.Request().Context(), CmdUpsertMenu, upsertMenuCmd{Item: item, Content: content}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -233,10 +244,7 @@ func (s *Service) listMenu(c echo.Context) error {
 	if err := s.query(func(db store.DB) (err error) { items, err = store.ListMenu(db); return }); err != nil {
 		return s.failErr(c, err)
 	}
-	if items == nil {
-		items = []store.MenuItem{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items})
+	return s.menuAnswer(c, items)
 }
 
 func (s *Service) putStock(c echo.Context) error {

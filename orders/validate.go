@@ -67,7 +67,7 @@ func (c upsertMenuCmd) valid() bool {
 		}
 		seen[t.ToppingID] = true
 	}
-	return true
+	return validContentPatch(c.Content)
 }
 
 func (c setStockCmd) valid() bool {

@@ -61,7 +61,7 @@ func ListMenu(q DB) ([]MenuItem, error) {
 			items[i].Toppings = append(items[i].Toppings, t)
 		}
 	}
-	return items, trows.Err()
+	return withContent(q, items, trows.Err())
 }
 
 func soldOut(available bool, stock map[string]int64, sku string) bool {
@@ -96,7 +96,11 @@ func GetMenuItem(q DB, menuID string) (MenuItem, bool, error) {
 		}
 		m.Toppings = append(m.Toppings, t)
 	}
-	return m, true, rows.Err()
+	if err := rows.Err(); err != nil {
+		return m, false, err
+	}
+	m.MenuContent, err = itemContent(q, menuID)
+	return m, err == nil, err
 }
 
 // UpsertMenuItem writes an item and replaces the toppings it allows

@@ -167,6 +167,9 @@ var migrations = []string{
 		created_at INTEGER NOT NULL
 	);
 	CREATE INDEX print_jobs_printer ON print_jobs(printer_id, job_id);`,
+	// M-content (number 8 in the merge plan; renumber freely): menu
+	// content, pictures and category names (content.go).
+	contentMigration,
 }
 
 // SchemaVersion is the version this build migrates to.

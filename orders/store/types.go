@@ -39,6 +39,8 @@ type MenuItem struct {
 	SortOrder int64     `json:"sortOrder"`
 	SoldOut   bool      `json:"soldOut"`
 	Toppings  []Topping `json:"toppings"`
+
+	MenuContent // names, description, allergens, picture (content.go)
 }
 
 // StockLevel is one tracked (or untracked: nil) sku.

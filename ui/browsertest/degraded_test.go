@@ -116,7 +116,7 @@ func TestOfflineBannersWithTwoBoxesDead(t *testing.T) {
 	guest.screenshot("degraded-guest-offline-history-phone")
 	guest.viewport(tabletW, tabletH)
 	guest.screenshot("degraded-guest-offline-history-tablet")
-	guest.click("#lang-toggle")
+	chooseLang(guest, "en")
 	guest.waitFor("the English banner", `document.querySelector('#offline-banner').textContent.startsWith('Offline')`, 5*time.Second)
 	guest.viewport(phoneW, phoneH)
 	guest.screenshot("degraded-guest-offline-history-phone-en")

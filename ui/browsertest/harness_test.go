@@ -275,6 +275,10 @@ func startBrowserFor(t *testing.T, budget time.Duration, extra ...chromedp.ExecA
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.WindowSize(1024, 768),
+		// A Japanese phone unless a test says otherwise (the guest app
+		// starts in the browser's language).
+		chromedp.Flag("lang", "ja-JP"),
+		chromedp.Flag("accept-lang", "ja-JP,ja"),
 	)
 	opts = append(opts, extra...)
 	parent, stop := context.WithTimeout(context.Background(), budget)

@@ -1,5 +1,6 @@
-// i18n.js — Japanese by default, English on request, remembered in
-// localStorage for every app of this origin.
+// i18n.js — Japanese by default, English on request (the guest app: four
+// languages, the browser's first), remembered in localStorage for every
+// app of this origin.
 //
 // Static text in the HTML carries data-i18n="key" (and
 // data-i18n-placeholder / data-i18n-title / data-i18n-aria-label for
@@ -59,25 +60,54 @@ export const COMMON = {
   },
 };
 
+// The languages of the running app (createI18n sets them): staff and
+// kitchen screens speak ja and en and start in Japanese; the guest app
+// speaks four and starts in the browser's language (autoDetect).
+let appLangs = ['ja', 'en'];
+let autoDetect = false;
+
+// GUEST_LANGS, each with its own name for the switcher.
+export const GUEST_LANGS = { ja: '日本語', en: 'English', 'zh-Hans': '简体中文', ko: '한국어' };
+
+// matchLang picks from the browser's languages (navigator.languages) the
+// first the app has: exact tag, then its language (en-GB → en; every
+// Chinese → zh-Hans, the one Chinese script the app has); else Japanese.
+export function matchLang(prefs, langs) {
+  for (const p of prefs || []) {
+    const tag = String(p).toLowerCase();
+    const exact = langs.find((l) => l.toLowerCase() === tag);
+    if (exact) return exact;
+    const base = tag.split('-')[0];
+    const same = langs.find((l) => l.toLowerCase().split('-')[0] === base);
+    if (same) return same;
+  }
+  return 'ja';
+}
+
 export function getLang() {
-  return store.getItem(LANG_KEY) === 'en' ? 'en' : 'ja';
+  const v = store.getItem(LANG_KEY);
+  if (appLangs.includes(v)) return v;
+  if (autoDetect) return matchLang(globalThis.navigator && navigator.languages, appLangs);
+  return 'ja';
 }
 
 export function setLang(l) {
-  store.setItem(LANG_KEY, l === 'en' ? 'en' : 'ja');
+  store.setItem(LANG_KEY, appLangs.includes(l) ? l : 'ja');
 }
 
-// createI18n merges the app's dictionaries over COMMON.
-export function createI18n(dicts) {
-  const d = {
-    ja: Object.assign({}, COMMON.ja, (dicts && dicts.ja) || {}),
-    en: Object.assign({}, COMMON.en, (dicts && dicts.en) || {}),
-  };
+// createI18n merges the app's dictionaries over COMMON. opts.langs names
+// the app's languages (default ja, en), opts.auto starts in the browser's.
+export function createI18n(dicts, opts) {
+  if (opts && opts.langs) appLangs = opts.langs.slice();
+  autoDetect = !!(opts && opts.auto);
+  const d = {};
+  for (const l of appLangs) d[l] = Object.assign({}, COMMON[l] || {}, (dicts && dicts[l]) || {});
   const listeners = [];
 
   function t(key, params) {
     const l = getLang();
     let s = d[l][key];
+    if (s == null && l !== 'ja') s = d.en[key]; // a missing zh/ko string: English before Japanese
     if (s == null) s = d.ja[key];
     if (s == null) return key;
     if (params) {
@@ -106,5 +136,24 @@ export function createI18n(dicts) {
     });
   }
 
-  return { t, apply, bindToggle, lang: getLang, onChange: (f) => listeners.push(f) };
+  // bindSelect fills a <select> with the app's languages (opts.names)
+  // and switches on change.
+  function bindSelect(select, names) {
+    if (!select) return;
+    for (const l of appLangs) {
+      const o = document.createElement('option');
+      o.value = l;
+      o.lang = l;
+      o.textContent = (names && names[l]) || l;
+      select.append(o);
+    }
+    select.value = getLang();
+    select.addEventListener('change', () => {
+      setLang(select.value);
+      apply();
+      for (const f of listeners) f(getLang());
+    });
+  }
+
+  return { t, apply, bindToggle, bindSelect, lang: getLang, onChange: (f) => listeners.push(f) };
 }

@@ -214,7 +214,7 @@ function header(res, name) {
 //   sessionStorage (the cart keys, so a reload keeps an unfinished key),
 //   sleep(ms) → Promise, now() → ms, uuid() → string, crypto,
 //   timers {setTimeout, clearTimeout}, origin, pool (a node pool),
-//   lang() → 'ja' | 'en',
+//   lang() → 'ja' | 'en' | 'zh-Hans' | 'ko' (messages: ja, else English),
 //   maxAttempts (6), maxTotalMs (30000), requestTimeoutMs (10000),
 //   repeatWindowMs (30000), reconcileTries (5), reconcileStepMs (400),
 //   historyLimit (20)
@@ -257,7 +257,7 @@ export function createOrderSdk(options) {
   const carts = loadCartKeys(); // sessionId → {requestId, binding|null}
 
   function msg(key) {
-    const l = lang() === 'en' ? 'en' : 'ja';
+    const l = lang() === 'ja' ? 'ja' : 'en'; // zh-Hans, ko: English before Japanese
     return MESSAGES[l][key];
   }
 
@@ -337,7 +337,7 @@ export function createOrderSdk(options) {
   function guestHeaders(pin, extra) {
     const h = {
       Accept: 'application/json',
-      'Accept-Language': lang() === 'en' ? 'en' : 'ja',
+      'Accept-Language': lang() === 'ja' ? 'ja' : 'en',
       'X-MasterOrder-Client-Id': clientId(),
     };
     if (pin != null && pin !== '') h['X-Session-PIN'] = String(pin);
@@ -448,8 +448,14 @@ export function createOrderSdk(options) {
   }
 
   async function getMenu(sessionId, pin) {
+    return (await getCatalog(sessionId, pin)).items;
+  }
+
+  // getCatalog: the items and each category's names by language.
+  async function getCatalog(sessionId, pin) {
     const d = await getJSON(sessionPath(sessionId) + '/menu', pin);
-    return Array.isArray(d.items) ? d.items : [];
+    const categories = d.categories && typeof d.categories === 'object' ? d.categories : {};
+    return { items: Array.isArray(d.items) ? d.items : [], categories };
   }
 
   async function getOrders(sessionId, pin, q) {
@@ -664,6 +670,7 @@ export function createOrderSdk(options) {
     submitOrder,
     getSession,
     getMenu,
+    getCatalog,
     getOrders,
     callStaff,
     inFlight: (sessionId) => inflight.has(String(sessionId)),

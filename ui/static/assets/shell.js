@@ -1,5 +1,5 @@
 // shell.js — the markup the three apps share, drawn here once instead of
-// copied into each index.html: the top bar's language toggle (and the
+// copied into each index.html: the top bar's language toggle or menu (and the
 // logout button where the <header> says data-logout), the staff login form
 // inside an empty <section id="login">, the confirm dialog and the toast.
 // Each app imports this module first, so these elements exist, with the
@@ -18,7 +18,12 @@ function text(key, attrs) {
 
 const bar = document.querySelector('header.topbar');
 if (bar) {
-  bar.append(h('button', text('lang.switch', { id: 'lang-toggle', type: 'button' })));
+  if (bar.hasAttribute('data-lang-select')) {
+    // The guest app's four languages: a menu the app fills (bindSelect).
+    bar.append(h('select', { id: 'lang-select', class: 'lang-select', dataset: { i18nAriaLabel: 'guest.lang.label' }, 'aria-label': '言語 / Language' }));
+  } else {
+    bar.append(h('button', text('lang.switch', { id: 'lang-toggle', type: 'button' })));
+  }
   if (bar.hasAttribute('data-logout')) {
     bar.append(h('button', text('common.logout', { id: 'logout', type: 'button', hidden: true })));
   }

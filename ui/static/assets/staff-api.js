@@ -186,5 +186,17 @@ export function menuBody(item, changes) {
     price: Number(it.price) || 0,
     available: it.available !== false,
     toppings: (it.toppings || []).map((t) => ({ toppingId: String(t.toppingId), name: String(t.name || ''), price: Number(t.price) || 0 })),
+    ...contentBody(it),
   };
+}
+
+// contentBody: the item's words, when it has them (an absent field keeps
+// what the server has).
+function contentBody(it) {
+  const out = {};
+  if (it.names && typeof it.names === 'object') out.names = it.names;
+  if (typeof it.description === 'string') out.description = it.description;
+  if (typeof it.descriptionEn === 'string') out.descriptionEn = it.descriptionEn;
+  if (Array.isArray(it.allergens)) out.allergens = it.allergens.map(String);
+  return out;
 }

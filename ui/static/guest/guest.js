@@ -5,11 +5,13 @@
 
 import '/assets/shell.js'; // first: draws the shared markup the code below looks up
 import { createOrderSdk } from '/assets/order-sdk.js';
-import { createI18n, getLang } from '/assets/i18n.js';
+import { createI18n, getLang, GUEST_LANGS } from '/assets/i18n.js';
+import { withContentStrings, CATEGORY_NAMES_MORE } from './strings.js';
+import { localName, cardPicture, cardDetails, filterBar, hiddenAllergens, hiddenBy } from './menucontent.js';
 import { safeStorage } from '/assets/cluster.js';
 import { $, $$, h, clear, show, setError, yen, timeOf, toast, confirmDialog } from '/assets/dom.js';
 
-const T = createI18n({
+const T = createI18n(withContentStrings({
   ja: {
     'guest.brand': 'モバイルオーダー',
     'guest.table': 'テーブル {table}',
@@ -116,11 +118,12 @@ const T = createI18n({
     'guest.offline': 'Offline — showing the last known orders. Ordering is paused.',
     'guest.priceChanged': 'Prices have changed. Please check your order and try again.',
   },
-});
+}), { langs: Object.keys(GUEST_LANGS), auto: true });
 
 const CATEGORY_NAMES = {
   ja: { noodles: '麺類', ramen: 'ラーメン', rice: 'ご飯もの', sides: 'サイド', side: 'サイド', drinks: 'ドリンク', drink: 'ドリンク', dessert: 'デザート', desserts: 'デザート', set: 'セット', sets: 'セット', toppings: 'トッピング', other: 'その他' },
   en: { noodles: 'Noodles', ramen: 'Ramen', rice: 'Rice', sides: 'Sides', side: 'Sides', drinks: 'Drinks', drink: 'Drinks', dessert: 'Dessert', desserts: 'Desserts', set: 'Sets', sets: 'Sets', toppings: 'Toppings', other: 'Other' },
+  ...CATEGORY_NAMES_MORE,
 };
 
 const sdk = createOrderSdk({ lang: getLang });
@@ -137,6 +140,8 @@ const state = {
   pin: store.getItem(PIN_KEY) || '',
   info: null,
   menu: [],
+  categories: {}, // category → names by language (staff console)
+  filterOpen: false,
   byId: new Map(),
   cart: loadCart(),
   screen: 'loading',
@@ -211,24 +216,33 @@ function lineProblem(line) {
 // ---------------------------------------------------------------- names
 
 function itemName(item) {
-  if (!item) return '?';
-  return getLang() === 'en' && item.nameEn ? item.nameEn : item.name;
+  return localName(item, getLang());
 }
 
+// otherName: the second line of a card — the Japanese name (what the
+// staff and the paper menu say) when the guest reads another language,
+// the English one for a Japanese reader.
 function otherName(item) {
-  if (getLang() === 'en') return item.nameEn && item.nameEn !== item.name ? item.name : '';
+  const shown = itemName(item);
+  if (getLang() !== 'ja') return item.name !== shown ? item.name : '';
   return item.nameEn && item.nameEn !== item.name ? item.nameEn : '';
 }
 
 function toppingName(item, tid) {
   const t = item && (item.toppings || []).find((x) => x.toppingId === tid);
   if (!t) return tid;
-  return getLang() === 'en' && t.nameEn ? t.nameEn : t.name;
+  return localName(t, getLang());
 }
 
 function categoryName(c) {
-  const l = getLang() === 'en' ? 'en' : 'ja';
-  return CATEGORY_NAMES[l][String(c).toLowerCase()] || c || CATEGORY_NAMES[l].other;
+  const l = getLang();
+  const own = state.categories[c] || {};
+  if (own[l]) return own[l];
+  const builtIn = CATEGORY_NAMES[l] || CATEGORY_NAMES.en;
+  const known = builtIn[String(c).toLowerCase()];
+  if (known) return known;
+  if (l !== 'ja' && own.en) return own.en;
+  return c || builtIn.other;
 }
 
 // ---------------------------------------------------------------- screens
@@ -359,8 +373,9 @@ async function enter() {
 
 async function loadMenu() {
   try {
-    const items = await sdk.getMenu(sessionId, state.pin);
+    const { items, categories } = await sdk.getCatalog(sessionId, state.pin);
     state.menu = items;
+    state.categories = categories;
     state.byId = new Map(items.map((i) => [i.menuId, i]));
     setNetworkTrouble(false);
   } catch (e) {
@@ -416,13 +431,24 @@ function renderMenu() {
   const list = clear($('#menu-list'));
   const tabs = clear($('#category-tabs'));
   const groups = new Map();
-  for (const item of state.menu) {
+  const hidden = hiddenAllergens();
+  const shown = state.menu.filter((item) => !hiddenBy(item, hidden));
+  const filter = clear($('#menu-filter'));
+  if (state.menu.length > 0) {
+    filter.append(
+      filterBar(T, state.menu.length - shown.length, state.filterOpen, (open) => {
+        state.filterOpen = open;
+        renderMenu();
+      }),
+    );
+  }
+  for (const item of shown) {
     const c = item.category || 'other';
     if (!groups.has(c)) groups.set(c, []);
     groups.get(c).push(item);
   }
   if (groups.size === 0) {
-    list.append(h('p', { class: 'muted', text: T.t('guest.menu.empty') }));
+    list.append(h('p', { class: 'muted', text: T.t(state.menu.length > 0 ? 'guest.menu.allHidden' : 'guest.menu.empty') }));
     return;
   }
   let first = true;
@@ -453,9 +479,11 @@ function menuCard(item) {
   const sub = otherName(item);
   return h(
     'article',
-    { class: ['menu-item', out && 'is-soldout'], dataset: { itemId: item.menuId } },
+    { class: ['menu-item', out && 'is-soldout', item.imageUrl && 'has-photo'], dataset: { itemId: item.menuId } },
+    cardPicture(item),
     h('div', { class: 'name', text: itemName(item) }),
     sub ? h('div', { class: 'sub', text: sub }) : null,
+    cardDetails(T, item, getLang()),
     h(
       'div',
       { class: 'row' },
@@ -765,7 +793,7 @@ async function onCall(kind, btn) {
 
 function bind() {
   T.apply();
-  T.bindToggle($('#lang-toggle'));
+  T.bindSelect($('#lang-select'), GUEST_LANGS);
   T.onChange(() => {
     renderHeader();
     renderMenu();

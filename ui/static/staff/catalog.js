@@ -2,6 +2,7 @@
 
 import { menuBody } from '/assets/staff-api.js';
 import { $, h, clear, setError, yen, toast } from '/assets/dom.js';
+import { createContentEditor } from '/staff/content-editor.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -15,11 +16,14 @@ function wholeNumber(v) {
 export function createMenuPage({ api, T }) {
   let items = [];
   let editing = null; // menuId of the item in the form, null for a new one
+  let categories = {}; // category → names by language
+  const content = createContentEditor({ api, T });
 
   async function load() {
     try {
       const d = await api.get('/api/staff/menu');
       items = (d && d.items) || [];
+      categories = (d && d.categories) || {};
     } catch (e) {
       if (e.status !== 401) toast(e.message, 'error');
     }
@@ -72,6 +76,7 @@ export function createMenuPage({ api, T }) {
     const box = clear($('#menu-toppings'));
     for (const t of (item && item.toppings) || []) box.append(toppingRow(t));
     setError('#menu-error', '');
+    content.fill(item, categories);
   }
 
   async function save(ev) {
@@ -99,12 +104,14 @@ export function createMenuPage({ api, T }) {
       price,
       available: $('#menu-available').checked,
       toppings,
+      ...content.body(),
     });
     try {
       const saved = await api.put('/api/staff/menu/' + encodeURIComponent(menuId), body);
+      await content.afterSave(menuId);
       toast(T.t('staff.menu.saved', { name }), 'ok');
       await load();
-      fill((saved && saved.menuId ? saved : null) || items.find((i) => i.menuId === menuId) || null);
+      fill(items.find((i) => i.menuId === menuId) || (saved && saved.menuId ? saved : null) || null);
     } catch (e) {
       if (e.status !== 401) setError('#menu-error', e.message);
     }
@@ -115,6 +122,7 @@ export function createMenuPage({ api, T }) {
     $('#menu-new').addEventListener('click', () => fill(null));
     $('#menu-reload').addEventListener('click', load);
     $('#menu-topping-add').addEventListener('click', () => $('#menu-toppings').append(toppingRow(null)));
+    $('#menu-category').addEventListener('input', () => content.renderCategory());
   }
 
   return { bind, enter: load, rerender: render };

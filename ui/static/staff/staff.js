@@ -12,12 +12,15 @@ import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.
 import { createReportsPage, REPORT_STRINGS } from '/staff/reports.js';
 import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/calls.js';
 import { createPrintersPage } from '/staff/printers.js';
+import { withContentStrings } from '/staff/content-editor.js';
 
 const T = createI18n(
-  withCallStrings({
-    ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja),
-    en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en),
-  }),
+  withContentStrings(
+    withCallStrings({
+      ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja),
+      en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en),
+    }),
+  ),
 );
 const api = createStaffApi();
 const ctx = { api, T };
