@@ -41,10 +41,11 @@ const (
 //     OUT_OF_STOCK; the proposer's attempt id;
 //   - setStock, checkout steps: the request id the FSM remembers; checkout
 //     stores the payment and answers taxIncluded;
-//   - forceRelease: only lock:, pinlock: and burst: keys.
+//   - forceRelease: only lock:, pinlock: and burst: keys;
+//   - reprint: archived orders too (reprint.go).
 var commandVersions = map[raftfsm.CommandType]uint8{
 	CmdSetStock: 2, CmdPlaceOrder: 2, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
-	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2,
+	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2, CmdReprint: 2,
 }
 
 // versionOf is the version this build proposes for t.

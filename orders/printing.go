@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/orders/backoff"
 	"masterorder/orders/printing/escpos"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
@@ -196,7 +196,7 @@ func applyReprint(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	if out, good := decodePayload(payload, &c); !good {
 		return out, nil
 	}
-	o, found, err := store.GetOrder(ctx.DB, c.OrderID)
+	o, found, err := reprintOrder(ctx, c.OrderID)
 	if err != nil {
 		return nil, err
 	}
@@ -383,6 +383,7 @@ var (
 	printDialTimeout = 3 * time.Second
 	printIOTimeout   = 10 * time.Second
 	printPoll        = 300 * time.Millisecond
+	printMinBackoff  = 200 * time.Millisecond
 	printMaxBackoff  = 5 * time.Second
 	printProbe       = 5 * time.Second
 )
@@ -467,7 +468,7 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 				perr := probe(ctx, p.Addr)
 				report(perr == nil, perr)
 			}
-			sleepCtx(ctx, printPoll)
+			backoff.Sleep(ctx, printPoll)
 			continue
 		}
 		if err == nil {
@@ -482,7 +483,7 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 			}
 			failures++
 			report(false, err)
-			sleepCtx(ctx, printBackoff(failures))
+			backoff.Sleep(ctx, backoff.Full(failures, printMinBackoff, printMaxBackoff))
 			continue
 		}
 		failures = 0
@@ -531,7 +532,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		sleepCtx(ctx, printPoll)
+		backoff.Sleep(ctx, printPoll)
 	}
 }
 
@@ -567,23 +568,4 @@ func printErrText(err error) string {
 		return stage + ": unknown host"
 	}
 	return stage + ": failed"
-}
-
-// printBackoff is the wait after n failures in a row: full jitter up to
-// min(printMaxBackoff, 200ms·2ⁿ⁻¹), as cloud sync waits.
-func printBackoff(n int) time.Duration {
-	d := printMaxBackoff
-	if n < 16 {
-		d = min(printMaxBackoff, 200*time.Millisecond<<(n-1))
-	}
-	return time.Duration(rand.Int64N(int64(d))) + time.Millisecond
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
