@@ -21,7 +21,7 @@ func TestCheckoutByCardShowsTax(t *testing.T) {
 	for k, d := range devices {
 		table := fmt.Sprintf("K%d", k+1)
 		sess := s.openSession(n, table)
-		s.guestOrder([]int{n}, sess, []orderLine{{MenuID: "karaage", Quantity: 1, Toppings: []string{}}, {MenuID: "beer", Quantity: 2, Toppings: []string{}}}, 10*time.Second)
+		s.guestOrder([]int{n}, sess, []orderLine{{MenuID: "karaage", Quantity: 1, Toppings: []string{}}, {MenuID: "beer", Quantity: 2, Toppings: []string{}}}, 30*time.Second)
 
 		st := b.open("staff-checkout-"+d.name, s.url((n+1+k)%3)+"/staff/", d.w, d.h)
 		st.login()
@@ -31,7 +31,7 @@ func TestCheckoutByCardShowsTax(t *testing.T) {
 		st.waitVisible("#checkout-begin")
 		st.click("#checkout-begin")
 		st.waitVisible("#checkout-panel")
-		st.waitFor("the bill total", fmt.Sprintf(`document.querySelector('#checkout-total').dataset.total === '%d'`, total), 10*time.Second)
+		st.waitFor("the bill total", fmt.Sprintf(`document.querySelector('#checkout-total').dataset.total === '%d'`, total), 30*time.Second)
 		st.waitVisible("#checkout-tax-line")
 		if got := st.text("#checkout-tax"); got != "¥159" {
 			t.Errorf("%s: tax line %q, want ¥159", d.name, got)

@@ -157,7 +157,16 @@ func (s *store) call(i int, method, path string, hdr map[string]string, body any
 
 func (s *store) login(i int) string {
 	s.t.Helper()
-	r := s.call(i, "POST", "/api/staff/login", nil, map[string]string{"password": staffPassword})
+	// A loaded machine can take longer than one request's timeout for
+	// the bcrypt check, or lose the leader meanwhile: retry for a minute.
+	var r apiResp
+	for deadline := time.Now().Add(time.Minute); ; {
+		r = s.call(i, "POST", "/api/staff/login", nil, map[string]string{"password": staffPassword})
+		if (r.status != -1 && r.status != 503) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if r.status != 200 {
 		s.t.Fatalf("login on node %d: %d %s", i, r.status, r.body)
 	}

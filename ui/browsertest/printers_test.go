@@ -39,6 +39,18 @@ func TestPrintersPageAndKitchenWarning(t *testing.T) {
 		return r && r.dataset.online === 'false' && r.querySelector('[data-field="queued"]').textContent === '1';
 	})()`, 30*time.Second)
 
+	st.screenshot("staff-printers-offline-tablet")
+	// The same page on a phone, from another box: the row, its state
+	// and its queue readable without sideways scrolling.
+	ph := b.open("staff-phone", s.url((n+1)%3)+"/staff/#printers", phoneW, phoneH)
+	ph.login()
+	ph.waitFor("the printer offline on the phone", `(() => {
+		const r = document.querySelector('#printers-list tr[data-printer-id="kitchen-1"]');
+		return r && r.dataset.online === 'false';
+	})()`, 30*time.Second)
+	ph.scrollBelowBars("#printers-list")
+	ph.screenshot("staff-printers-offline-phone")
+
 	k := b.open("kitchen", s.url(n)+"/kitchen/", tabletW, tabletH)
 	k.login()
 	k.waitVisible("#printer-banner")

@@ -261,6 +261,8 @@ export function createReportsPage({ api, T }) {
       }
     }
     $('#reports-result').textContent = T.t('staff.reports.closed', { day: r.day, label: r.label, total: yen(r.report && r.report.total) });
+    // the button sits at the page's foot: bring the answer into view
+    $('#reports-result').scrollIntoView({ block: 'nearest' });
     load();
   }
 

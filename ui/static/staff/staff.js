@@ -84,6 +84,7 @@ function createTablesPage() {
       show('#checkout-result', false);
     }
     show('#checkout-begin', $('#checkout-panel').hidden);
+    show('#session-new-pin', true);
     show('#session-detail', true);
     // On a phone the card sits above the list the tap came from.
     if (!sameSession) $('#session-detail').scrollIntoView({ block: 'nearest' });
@@ -241,6 +242,7 @@ function createTablesPage() {
       result.dataset.payment = String((r && r.payment) || '');
       showCheckout(false);
       show('#checkout-begin', false); // the table is closed
+      show('#session-new-pin', false); // a paid table's PIN opens nothing
       show('#checkout-result', true);
       setError('#session-error', '');
       show('#session-qr', false);
