@@ -515,7 +515,7 @@ func visibleJS(sel string) string {
 
 func (tb *tab) waitVisible(sel string) {
 	tb.t.Helper()
-	tb.waitFor(sel+" visible", visibleJS(sel), 10*time.Second)
+	tb.waitFor(sel+" visible", visibleJS(sel), 30*time.Second) // liveness on a loaded machine
 }
 
 func (tb *tab) visible(sel string) bool {
@@ -555,7 +555,7 @@ func (tb *tab) login() {
 	tb.waitVisible("#login-form")
 	tb.typeInto("#login-password", staffPassword)
 	tb.click("#login-submit")
-	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 10*time.Second)
+	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 30*time.Second)
 }
 
 // ---------------------------------------------------------------- screenshots

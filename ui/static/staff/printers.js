@@ -89,9 +89,27 @@ export function createPrintersPage({ api, T }) {
     await load();
   }
 
+  // reprint: a lost or torn ticket, live or archived order alike; the
+  // copy is marked 再発行 / REPRINT, never a second new ticket.
+  async function reprint(ev) {
+    ev.preventDefault();
+    const id = $('#reprint-order').value.trim().replace(/^#/, '');
+    if (!/^[0-9]{1,19}$/.test(id)) return;
+    try {
+      const r = await api.post('/api/staff/orders/' + id + '/reprint');
+      const n = (r && r.queued) || 0;
+      toast(T.t(n > 0 ? 'staff.printers.reprinted' : 'staff.printers.reprintNone', { id, n }), n > 0 ? 'ok' : 'error');
+      if (n > 0) $('#reprint-order').value = '';
+    } catch (e) {
+      if (e.status !== 401) toast(e.message, 'error');
+    }
+    await load();
+  }
+
   function bind() {
     $('#printers-reload').addEventListener('click', load);
     $('#printer-form').addEventListener('submit', save);
+    $('#reprint-form').addEventListener('submit', reprint);
   }
 
   function enter() {
