@@ -16,7 +16,7 @@ import (
 // chart and top items; the day-close button asks, is refused while
 // tables are open, and closes when forced. Screenshots of each.
 func TestGuestCallsAndReports(t *testing.T) {
-	b := startBrowser(t)
+	b := startBrowserFor(t, 6*time.Minute) // 30 orders, then two devices, on a loaded machine
 	s := startStore(t)
 	n := s.leader()
 
@@ -126,6 +126,9 @@ func TestGuestCallsAndReports(t *testing.T) {
 			st.screenshot("staff-dayclose-confirm-" + d.name)
 			st.click("#confirm-ok")
 			st.waitVisible(`#confirm-dialog[data-kind="day-close-force"]`)
+			if msg := st.text("#confirm-message"); !strings.Contains(msg, "R1") || !strings.Contains(msg, "C2") {
+				t.Errorf("the force question %q does not name the open tables", msg)
+			}
 			st.screenshot("staff-dayclose-force-" + d.name)
 			st.click("#confirm-ok")
 			st.waitFor("the day closed", `document.querySelector('#reports-result').textContent.includes('第1営業日')`, 30*time.Second)
