@@ -16,7 +16,7 @@ import (
 // chart and top items; the day-close button asks, is refused while
 // tables are open, and closes when forced. Screenshots of each.
 func TestGuestCallsAndReports(t *testing.T) {
-	b := startBrowserFor(t, 6*time.Minute) // 30 orders, then two devices, on a loaded machine
+	b := startBrowser(t)
 	s := startStore(t)
 	n := s.leader()
 

@@ -14,7 +14,7 @@ import (
 // the tax and the method; the closed session and the payment report
 // record card.
 func TestCheckoutByCardShowsTax(t *testing.T) {
-	b := startBrowserFor(t, 4*time.Minute) // two devices, on a loaded machine
+	b := startBrowser(t)
 	s := startStore(t)
 	n := s.leader()
 	const total, tax = 550 + 600*2, (550 + 600*2) * 10 / 110 // ¥1,750, of which ¥159

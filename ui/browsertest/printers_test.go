@@ -16,7 +16,7 @@ import (
 // console shows it offline with its queue and error, the kitchen screen
 // warns; deleting it from the console removes it.
 func TestPrintersPageAndKitchenWarning(t *testing.T) {
-	b := startBrowserFor(t, 4*time.Minute) // two pages and a printer found again, on a loaded machine
+	b := startBrowser(t)
 	s := startStore(t)
 	n := s.leader()
 	// A free port with nothing listening: a printer that is off.
