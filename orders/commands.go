@@ -38,9 +38,10 @@ const (
 //     stores the payment and answers taxIncluded;
 //   - forceRelease: only lock:, pinlock: and burst: keys;
 //   - upsertMenu: the content patch (names, descriptions, allergens).
+//   - reprint: archived orders too (reprint.go).
 var commandVersions = map[raftfsm.CommandType]uint8{
 	CmdSetStock: 2, CmdPlaceOrder: 2, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
-	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2,
+	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2, CmdReprint: 2,
 	CmdUpsertMenu: 2, // M-content: the item's words (content patch)
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"regexp"
@@ -21,6 +20,7 @@ import (
 
 	"masterorder/httpapi"
 	"masterorder/kv"
+	"masterorder/orders/backoff"
 	"masterorder/orders/printing/escpos"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
@@ -182,7 +182,7 @@ type reprintCmd struct {
 }
 
 func applyReprint(ctx *raftfsm.ApplyContext, tx *kv.Tx, c reprintCmd) ([]byte, error) {
-	o, found, err := store.GetOrder(ctx.DB, c.OrderID)
+	o, found, err := reprintOrder(ctx, c.OrderID)
 	if err != nil {
 		return nil, err
 	}
@@ -365,6 +365,7 @@ var (
 	printDialTimeout = 3 * time.Second
 	printIOTimeout   = 10 * time.Second
 	printPoll        = 300 * time.Millisecond
+	printMinBackoff  = 200 * time.Millisecond
 	printMaxBackoff  = 5 * time.Second
 	printProbe       = 5 * time.Second
 )
@@ -449,7 +450,7 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 				perr := probe(ctx, p.Addr)
 				report(perr == nil, perr)
 			}
-			sleepCtx(ctx, printPoll)
+			backoff.Sleep(ctx, printPoll)
 			continue
 		}
 		if err == nil {
@@ -464,7 +465,7 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 			}
 			failures++
 			report(false, err)
-			sleepCtx(ctx, printBackoff(failures))
+			backoff.Sleep(ctx, backoff.Full(failures, printMinBackoff, printMaxBackoff))
 			continue
 		}
 		failures = 0
@@ -513,7 +514,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		sleepCtx(ctx, printPoll)
+		backoff.Sleep(ctx, printPoll)
 	}
 }
 
@@ -549,23 +550,4 @@ func printErrText(err error) string {
 		return stage + ": unknown host"
 	}
 	return stage + ": failed"
-}
-
-// printBackoff is the wait after n failures in a row: full jitter up to
-// min(printMaxBackoff, 200ms·2ⁿ⁻¹), as cloud sync waits.
-func printBackoff(n int) time.Duration {
-	d := printMaxBackoff
-	if n < 16 {
-		d = min(printMaxBackoff, 200*time.Millisecond<<(n-1))
-	}
-	return time.Duration(rand.Int64N(int64(d))) + time.Millisecond
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

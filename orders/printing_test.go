@@ -1,10 +1,7 @@
 package orders_test
 
 import (
-	"bytes"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,198 +9,8 @@ import (
 
 	"masterorder/orders"
 	"masterorder/orders/printing/escpos"
+	"masterorder/orders/printing/printertest"
 )
-
-// Printer modes of fakePrinter.
-const (
-	printOK        = iota
-	printReset     // reads part of the ticket, then resets the connection
-	printStall     // accepts, never reads
-	printFlaky     // resets at random: before the cut or after it, before confirming
-	printResetDone // reads the whole ticket (it printed), resets before confirming
-)
-
-// fakePrinter is a raw TCP 9100 printer on a free loopback port: it
-// records what it would print (documents decoded from the ESC/POS stream,
-// whole only when they reached the cut) and answers GS r 1 with status 0.
-type fakePrinter struct {
-	t    *testing.T
-	addr string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	mode  int
-	docs  []escpos.Printed
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
-}
-
-func startPrinter(t *testing.T) *fakePrinter {
-	p := &fakePrinter{t: t, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.stop)
-	return p
-}
-
-func (p *fakePrinter) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			p.conns[c] = true
-			mode := p.mode
-			p.mu.Unlock()
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				p.handle(c, mode)
-				p.mu.Lock()
-				delete(p.conns, c)
-				p.mu.Unlock()
-			}()
-		}
-	}()
-}
-
-func (p *fakePrinter) setMode(m int) {
-	p.mu.Lock()
-	p.mode = m
-	p.mu.Unlock()
-}
-
-// handle reads one connection as a printer would.
-func (p *fakePrinter) handle(c net.Conn, mode int) {
-	defer c.Close()
-	if mode == printStall {
-		for p.open(c) { // never read: park until the printer is switched off
-			time.Sleep(50 * time.Millisecond)
-		}
-		return
-	}
-	if mode == printFlaky {
-		mode = []int{printOK, printOK, printOK, printReset, printResetDone}[rand.IntN(5)]
-	}
-	var buf []byte
-	chunk := make([]byte, 4096)
-	for {
-		n, err := c.Read(chunk)
-		buf = append(buf, chunk[:n]...)
-		if mode == printReset && len(buf) > 20 {
-			p.record(buf[:len(buf)/2])
-			reset(c)
-			return
-		}
-		if bytes.HasSuffix(buf, escpos.StatusRequest) {
-			p.record(buf[:len(buf)-len(escpos.StatusRequest)])
-			if mode == printResetDone {
-				reset(c)
-				return
-			}
-			c.Write([]byte{0})
-			buf = nil
-		}
-		if err != nil {
-			if len(buf) > 0 {
-				p.record(buf)
-			}
-			return
-		}
-	}
-}
-
-func reset(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
-	}
-	c.Close()
-}
-
-func (p *fakePrinter) record(stream []byte) {
-	docs, err := escpos.Decode(stream)
-	if err != nil && !strings.Contains(err.Error(), "cut short") {
-		p.t.Errorf("printer got a stream it cannot read: %v", err)
-	}
-	p.mu.Lock()
-	p.docs = append(p.docs, docs...)
-	p.mu.Unlock()
-}
-
-func (p *fakePrinter) open(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.conns[c]
-}
-
-// off stops listening and drops open connections (a printer switched off).
-func (p *fakePrinter) off() {
-	p.mu.Lock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-	p.mu.Unlock()
-}
-
-// on listens again on the same address.
-func (p *fakePrinter) on() {
-	var ln net.Listener
-	var err error
-	for i := 0; i < 50; i++ {
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		p.t.Fatalf("printer back on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
-}
-
-func (p *fakePrinter) stop() {
-	p.off()
-	p.wg.Wait()
-}
-
-// tickets counts whole tickets per ticket number: originals and copies.
-func (p *fakePrinter) tickets() (originals, copies map[string]int, all []escpos.Printed) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	originals, copies = map[string]int{}, map[string]int{}
-	for _, d := range p.docs {
-		if !d.Cut {
-			continue // cut short: a cook tears off half a ticket
-		}
-		all = append(all, d)
-		if len(d.Double) == 0 {
-			continue
-		}
-		num := strings.TrimPrefix(d.Double[0], "No.")
-		if d.Has(escpos.MarkCopy) || d.Has(escpos.MarkReprint) {
-			copies[num]++
-		} else {
-			originals[num]++
-		}
-	}
-	return originals, copies, all
-}
 
 type printerView struct {
 	PrinterID string   `json:"printerId"`
@@ -257,14 +64,14 @@ func (s *store) staffOrder(t *testing.T, node int, sess session, body any) int64
 func TestPrintTicketDecoded(t *testing.T) {
 	s := startStore(t, 3, nil)
 	s.seedMenu()
-	p := startPrinter(t)
-	s.addPrinter("kitchen-1", p.addr, false)
+	p := printertest.Start(t)
+	s.addPrinter("kitchen-1", p.Addr, false)
 	sess := s.openSession("T7")
 	id := s.staffOrder(t, 0, sess, cart(line("ramen", 2, "egg", "nori"), line("gyoza", 1)))
 	num := fmt.Sprint(id)
 	var doc escpos.Printed
 	waitFor(t, "the ticket", 30*time.Second, func() bool {
-		orig, _, all := p.tickets()
+		orig, _, all := p.Tickets()
 		if orig[num] == 1 {
 			doc = all[0]
 			return true
@@ -288,8 +95,8 @@ func TestPrintTicketDecoded(t *testing.T) {
 	})
 
 	s.mustStaff(0, "POST", fmt.Sprintf("/api/staff/orders/%d/reprint", id), nil)
-	waitFor(t, "the reprint", 30*time.Second, func() bool { _, c, _ := p.tickets(); return c[num] == 1 })
-	if orig, _, all := p.tickets(); orig[num] != 1 || !all[len(all)-1].Has(escpos.MarkReprint) {
+	waitFor(t, "the reprint", 30*time.Second, func() bool { _, c, _ := p.Tickets(); return c[num] == 1 })
+	if orig, _, all := p.Tickets(); orig[num] != 1 || !all[len(all)-1].Has(escpos.MarkReprint) {
 		t.Errorf("originals %d, last %q", orig[num], all[len(all)-1].Lines)
 	}
 
@@ -324,14 +131,14 @@ func TestPrintFaults(t *testing.T) {
 	t.Cleanup(orders.SetPrintIO(time.Second, 2*time.Second)) // after the nodes stop
 	s := startStore(t, 3, nil)
 	s.seedMenu()
-	p := startPrinter(t)
-	s.addPrinter("k", p.addr, false)
+	p := printertest.Start(t)
+	s.addPrinter("k", p.Addr, false)
 	sess := s.openSession("T1")
-	for _, mode := range []int{-1, printStall, printReset, printResetDone} {
+	for _, mode := range []int{-1, printertest.Stall, printertest.Reset, printertest.ResetDone} {
 		if mode < 0 {
-			p.off()
+			p.Off()
 		} else {
-			p.setMode(mode)
+			p.SetMode(mode)
 		}
 		id := fmt.Sprint(s.staffOrder(t, 0, sess, cart(line("tea", 1))))
 		waitFor(t, fmt.Sprintf("mode %d: queued, offline with an error", mode), 60*time.Second, func() bool {
@@ -342,25 +149,25 @@ func TestPrintFaults(t *testing.T) {
 			if ps := s.printers(0); *ps[0].LastError != "connect: connection refused" {
 				t.Errorf("a printer that is off: lastError %q", *ps[0].LastError)
 			}
-			p.on()
+			p.On()
 		} else {
-			p.off() // drop the stalled connection
-			p.setMode(printOK)
-			p.on()
+			p.Off() // drop the stalled connection
+			p.SetMode(printertest.OK)
+			p.On()
 		}
 		waitFor(t, fmt.Sprintf("mode %d: printed when back", mode), 60*time.Second, func() bool {
 			ps := s.printers(0)
-			orig, cp, _ := p.tickets()
+			orig, cp, _ := p.Tickets()
 			return orig[id]+cp[id] >= 1 && ps[0].Queued == 0 && ps[0].Online
 		})
-		orig, cp, _ := p.tickets()
+		orig, cp, _ := p.Tickets()
 		if orig[id] > 1 {
 			t.Errorf("mode %d: order %s printed %d times unmarked", mode, id, orig[id])
 		}
 		if mode == -1 && (orig[id] != 1 || cp[id] != 0) {
 			t.Errorf("refused printer: %d originals %d copies, want 1 and 0", orig[id], cp[id])
 		}
-		if mode == printResetDone && (cp[id] < 1 || orig[id] != 1) {
+		if mode == printertest.ResetDone && (cp[id] < 1 || orig[id] != 1) {
 			t.Errorf("reset before confirming: %d originals %d copies, want 1 and the resends marked", orig[id], cp[id])
 		}
 	}
@@ -377,8 +184,8 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 	t.Cleanup(orders.SetPrintIO(time.Second, 3*time.Second)) // after the nodes stop
 	s := startStore(t, 3, nil)
 	s.seedMenu()
-	p := startPrinter(t)
-	s.addPrinter("k", p.addr, false)
+	p := printertest.Start(t)
+	s.addPrinter("k", p.Addr, false)
 	sessions := make([]session, 6)
 	for i := range sessions {
 		sessions[i] = s.openSession(fmt.Sprintf("T%d", i+1))
@@ -409,14 +216,14 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 			li, _ := s.c.WaitLeader(30 * time.Second)
 			s.c.StopNode(li)
 			if k == 0 {
-				p.off()
+				p.Off()
 			}
 			time.Sleep(3 * time.Second)
 			s.c.StartNode(li)
 		}
 		time.Sleep(4 * time.Second) // printer off ~10 s in all
-		p.setMode(printFlaky)
-		p.on()
+		p.SetMode(printertest.Flaky)
+		p.On()
 	}()
 	for i := 0; i < total; i++ {
 		next <- i
@@ -428,9 +235,9 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 		t.Fatalf("%d of %d orders acknowledged", len(acked), total)
 	}
 	time.Sleep(2 * time.Second)
-	p.setMode(printOK)
+	p.SetMode(printertest.OK)
 	waitFor(t, "every ticket printed", 3*time.Minute, func() bool {
-		orig, cp, _ := p.tickets()
+		orig, cp, _ := p.Tickets()
 		for _, id := range acked {
 			if n := fmt.Sprint(id); orig[n]+cp[n] == 0 {
 				return false
@@ -438,7 +245,7 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 		}
 		return true
 	})
-	orig, cp, _ := p.tickets()
+	orig, cp, _ := p.Tickets()
 	copies := 0
 	for _, id := range acked {
 		n := fmt.Sprint(id)
@@ -467,15 +274,15 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 func TestPrintReceiptAtCheckout(t *testing.T) {
 	s := startStore(t, 3, nil)
 	s.seedMenu()
-	kitchen, till := startPrinter(t), startPrinter(t)
-	s.addPrinter("k", kitchen.addr, false)
-	s.mustStaff(0, "PUT", "/api/staff/printers/till", map[string]any{"addr": till.addr, "stations": []string{}, "receipts": true, "name": "レジ"})
+	kitchen, till := printertest.Start(t), printertest.Start(t)
+	s.addPrinter("k", kitchen.Addr, false)
+	s.mustStaff(0, "PUT", "/api/staff/printers/till", map[string]any{"addr": till.Addr, "stations": []string{}, "receipts": true, "name": "レジ"})
 	sess := s.openSession("T3")
 	s.staffOrder(t, 0, sess, cart(line("ramen", 1, "egg"), line("tea", 2)))
 	s.mustStaff(1, "POST", "/api/staff/sessions/"+sess.ID+"/checkout", map[string]string{"payment": "card"})
 	var receipt escpos.Printed
 	waitFor(t, "the receipt", 30*time.Second, func() bool {
-		_, _, all := till.tickets()
+		_, _, all := till.Tickets()
 		if len(all) > 0 {
 			receipt = all[0]
 			return true
@@ -488,12 +295,12 @@ func TestPrintReceiptAtCheckout(t *testing.T) {
 			t.Errorf("receipt lacks %q: %q", want, receipt.Lines)
 		}
 	}
-	waitFor(t, "the kitchen ticket", 30*time.Second, func() bool { _, _, all := kitchen.tickets(); return len(all) == 1 })
+	waitFor(t, "the kitchen ticket", 30*time.Second, func() bool { _, _, all := kitchen.Tickets(); return len(all) == 1 })
 	time.Sleep(time.Second)
-	if _, _, all := till.tickets(); len(all) != 1 {
+	if _, _, all := till.Tickets(); len(all) != 1 {
 		t.Errorf("the till printed %d documents, want the receipt only", len(all))
 	}
-	if _, _, all := kitchen.tickets(); len(all) != 1 || all[0].Has("RECEIPT") {
+	if _, _, all := kitchen.Tickets(); len(all) != 1 || all[0].Has("RECEIPT") {
 		t.Errorf("the kitchen printed %d documents, want its ticket only", len(all))
 	}
 }

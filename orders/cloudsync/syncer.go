@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -17,10 +16,12 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"masterorder/orders/backoff"
 )
 
 // Ops of a Change.
@@ -137,7 +138,7 @@ func New(cfg Config, outbox Outbox, logger *slog.Logger) (*Syncer, error) {
 	}
 
 	reconnect := grpc.WithConnectParams(grpc.ConnectParams{
-		Backoff: backoff.Config{
+		Backoff: grpcbackoff.Config{
 			BaseDelay:  min(time.Second, cfg.MaxBackoff),
 			Multiplier: 1.6,
 			Jitter:     0.2,
@@ -273,7 +274,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			failures++
 			d := s.backoff(failures)
 			s.log.Debug("cloud sync attempt failed", "attempt", failures, "retry_in", d, "err", err)
-			if !sleep(ctx, d) {
+			if !backoff.Sleep(ctx, d) {
 				return nil
 			}
 			continue
@@ -554,30 +555,10 @@ func (s *Syncer) setActive(v bool) {
 	s.mu.Unlock()
 }
 
-// backoff is exponential with full jitter: uniform in (0, cap] where cap
-// doubles from MinBackoff up to MaxBackoff.
+// backoff is exponential with full jitter from MinBackoff up to
+// MaxBackoff, as the printers' senders wait.
 func (s *Syncer) backoff(failures int) time.Duration {
-	ceil := s.cfg.MaxBackoff
-	if failures-1 < 32 {
-		if c := s.cfg.MinBackoff << (failures - 1); c > 0 && c < ceil {
-			ceil = c
-		}
-	}
-	if ceil <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(ceil))) + 1
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Full(failures, s.cfg.MinBackoff, s.cfg.MaxBackoff)
 }
 
 func copyPtr[T any](p *T) *T {

@@ -380,16 +380,7 @@ func OrderIDTaken(q DB, id int64) (bool, error) {
 }
 
 // GetOrder returns a live (not archived) order.
-func GetOrder(q DB, id int64) (Order, bool, error) {
-	o, err := scanOrder(q.QueryRow(`SELECT `+orderCols+` FROM orders WHERE order_id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return o, false, nil
-	}
-	if err != nil {
-		return o, false, fmt.Errorf("get order %d: %w", id, err)
-	}
-	return o, true, nil
-}
+func GetOrder(q DB, id int64) (Order, bool, error) { return getOrderIn(q, "orders", id) }
 
 // SetOrderStatus changes an order's status.
 func SetOrderStatus(tx DB, id int64, status string, at int64) error {

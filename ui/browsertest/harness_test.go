@@ -241,8 +241,9 @@ func chromiumPath(t *testing.T) string {
 }
 
 // browserBudget bounds one test's browser: past it the browser is killed and
-// whatever waits on it fails.
-const browserBudget = 2 * time.Minute
+// whatever waits on it fails. A liveness bound: a flow of two minutes on a
+// quiet machine takes three at load 25.
+const browserBudget = 5 * time.Minute
 
 type browser struct {
 	t   *testing.T
@@ -460,7 +461,7 @@ func visibleJS(sel string) string {
 
 func (tb *tab) waitVisible(sel string) {
 	tb.t.Helper()
-	tb.waitFor(sel+" visible", visibleJS(sel), 10*time.Second)
+	tb.waitFor(sel+" visible", visibleJS(sel), 30*time.Second) // liveness on a loaded machine
 }
 
 func (tb *tab) visible(sel string) bool {
@@ -500,7 +501,7 @@ func (tb *tab) login() {
 	tb.waitVisible("#login-form")
 	tb.typeInto("#login-password", staffPassword)
 	tb.click("#login-submit")
-	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 10*time.Second)
+	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 30*time.Second)
 }
 
 // ---------------------------------------------------------------- screenshots

@@ -25,19 +25,21 @@ export function createPrintersPage({ api, T }) {
     show('#printers-empty', printers.length === 0);
     for (const p of printers) {
       const state = p.online ? T.t('staff.printers.online') : T.t('staff.printers.offline');
+      // data-label names each cell where a phone shows the row as a card
+      const label = (k) => T.t('staff.printers.' + k);
       tb.append(
         h(
           'tr',
           { dataset: { printerId: p.printerId, online: String(!!p.online) } },
-          h('td', null, h('strong', { text: p.name || p.printerId }), h('div', { class: 'mono small-text', text: p.printerId })),
-          h('td', { class: 'mono', text: p.addr }),
-          h('td', { text: (p.stations || []).join(', ') + (p.receipts ? ' + ' + T.t('staff.printers.receipts') : '') }),
-          h('td', { class: p.online ? 'ok' : 'bad', dataset: { field: 'state' }, text: state }),
-          h('td', { dataset: { field: 'queued' }, text: String(p.queued || 0) }),
-          h('td', { class: 'small-text', text: p.lastError || '' }),
+          h('td', { class: 'printer-name' }, h('strong', { text: p.name || p.printerId }), h('div', { class: 'mono small-text', text: p.printerId })),
+          h('td', { class: 'mono', dataset: { label: label('addr') }, text: p.addr }),
+          h('td', { dataset: { label: label('stations') }, text: (p.stations || []).join(', ') + (p.receipts ? ' + ' + T.t('staff.printers.receipts') : '') }),
+          h('td', { dataset: { label: label('state') } }, h('span', { class: ['printer-state', p.online ? 'is-online' : 'is-offline'], dataset: { field: 'state' }, text: state })),
+          h('td', { class: 'num', dataset: { field: 'queued', label: label('queued') }, text: String(p.queued || 0) }),
+          h('td', { class: 'small-text', dataset: { label: label('lastError') }, text: p.lastError || '—' }),
           h(
             'td',
-            null,
+            { class: 'printer-actions' },
             h('button', { type: 'button', class: 'small', text: T.t('staff.printers.edit'), onclick: () => edit(p) }),
             h('button', { type: 'button', class: 'small danger', text: T.t('staff.printers.delete'), onclick: () => remove(p) }),
           ),
@@ -87,9 +89,27 @@ export function createPrintersPage({ api, T }) {
     await load();
   }
 
+  // reprint: a lost or torn ticket, live or archived order alike; the
+  // copy is marked 再発行 / REPRINT, never a second new ticket.
+  async function reprint(ev) {
+    ev.preventDefault();
+    const id = $('#reprint-order').value.trim().replace(/^#/, '');
+    if (!/^[0-9]{1,19}$/.test(id)) return;
+    try {
+      const r = await api.post('/api/staff/orders/' + id + '/reprint');
+      const n = (r && r.queued) || 0;
+      toast(T.t(n > 0 ? 'staff.printers.reprinted' : 'staff.printers.reprintNone', { id, n }), n > 0 ? 'ok' : 'error');
+      if (n > 0) $('#reprint-order').value = '';
+    } catch (e) {
+      if (e.status !== 401) toast(e.message, 'error');
+    }
+    await load();
+  }
+
   function bind() {
     $('#printers-reload').addEventListener('click', load);
     $('#printer-form').addEventListener('submit', save);
+    $('#reprint-form').addEventListener('submit', reprint);
   }
 
   function enter() {

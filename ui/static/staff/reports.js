@@ -32,6 +32,7 @@ export const REPORT_STRINGS = {
     'staff.reports.close': '営業日を締める',
     'staff.reports.closeConfirm': '本日の営業を締めますか？締めた後の注文は翌営業日に計上されます。',
     'staff.reports.forceConfirm': 'お会計の済んでいないテーブルがあります。それでも締めますか？',
+    'staff.reports.forceConfirmTables': 'お会計の済んでいないテーブルが {n} 卓あります（{tables}）。それでも締めますか？',
     'staff.reports.force': 'それでも締める',
     'staff.reports.closed': '第{day}営業日（{label}）を締めました。売上 {total}',
     'staff.reports.pay.cash': '現金',
@@ -67,6 +68,7 @@ export const REPORT_STRINGS = {
     'staff.reports.close': 'Close the day',
     'staff.reports.closeConfirm': 'Close today\'s business day? Orders after this count to the next day.',
     'staff.reports.forceConfirm': 'Some tables have not been checked out. Close the day anyway?',
+    'staff.reports.forceConfirmTables': '{n} tables have not been checked out ({tables}). Close the day anyway?',
     'staff.reports.force': 'Close anyway',
     'staff.reports.closed': 'Closed business day {day} ({label}). Sales {total}',
     'staff.reports.pay.cash': 'Cash',
@@ -240,6 +242,22 @@ export function createReportsPage({ api, T }) {
     }
   }
 
+  // forceQuestion names the tables still open, so the staff can go and
+  // check them out instead (the generic question if they cannot be read).
+  async function forceQuestion() {
+    try {
+      const d = await api.get('/api/staff/sessions?status=ACTIVE');
+      const ids = ((d && d.sessions) || []).map((x) => x.tableId).sort((a, b) => String(a).localeCompare(String(b), undefined, { numeric: true }));
+      if (ids.length > 0) {
+        const shown = ids.slice(0, 8).join(', ') + (ids.length > 8 ? ' …' : '');
+        return T.t('staff.reports.forceConfirmTables', { n: ids.length, tables: shown });
+      }
+    } catch (_) {
+      // fall through
+    }
+    return T.t('staff.reports.forceConfirm');
+  }
+
   async function closeDay() {
     const ok = await confirmDialog(T.t('staff.reports.closeConfirm'), { ok: T.t('staff.reports.close'), cancel: T.t('common.cancel'), kind: 'day-close' });
     if (!ok) return;
@@ -251,7 +269,7 @@ export function createReportsPage({ api, T }) {
         if (e.status !== 401) toast(e.message, 'error');
         return;
       }
-      const force = await confirmDialog(T.t('staff.reports.forceConfirm'), { ok: T.t('staff.reports.force'), cancel: T.t('common.cancel'), danger: true, kind: 'day-close-force' });
+      const force = await confirmDialog(await forceQuestion(), { ok: T.t('staff.reports.force'), cancel: T.t('common.cancel'), danger: true, kind: 'day-close-force' });
       if (!force) return;
       try {
         r = await api.post('/api/staff/days/close?force=true');
@@ -261,6 +279,8 @@ export function createReportsPage({ api, T }) {
       }
     }
     $('#reports-result').textContent = T.t('staff.reports.closed', { day: r.day, label: r.label, total: yen(r.report && r.report.total) });
+    // the button sits at the page's foot: bring the answer into view
+    $('#reports-result').scrollIntoView({ block: 'nearest' });
     load();
   }
 

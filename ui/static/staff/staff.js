@@ -13,6 +13,7 @@ import { createReportsPage, REPORT_STRINGS } from '/staff/reports.js';
 import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/calls.js';
 import { createPrintersPage } from '/staff/printers.js';
 import { withContentStrings } from '/staff/content-editor.js';
+import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
 
 const T = createI18n(
   withContentStrings(
@@ -34,6 +35,7 @@ function createTablesPage() {
   let sessions = [];
   let selected = null;
   let billOrders = [];
+  let serverBill = null; // the last bill the server answered, with its taxIncluded
 
   async function load() {
     try {
@@ -86,6 +88,7 @@ function createTablesPage() {
       show('#checkout-result', false);
     }
     show('#checkout-begin', $('#checkout-panel').hidden);
+    show('#session-new-pin', true);
     show('#session-detail', true);
     // On a phone the card sits above the list the tap came from.
     if (!sameSession) $('#session-detail').scrollIntoView({ block: 'nearest' });
@@ -155,6 +158,7 @@ function createTablesPage() {
       setError('#session-error', e.message);
     }
     $('#checkout-status').textContent = T.t('staff.checkout.locked');
+    resetPayment();
     showCheckout(true);
     await loadBill(s, begun);
   }
@@ -165,6 +169,7 @@ function createTablesPage() {
   async function loadBill(s, begun) {
     let orders = null;
     let failure = null;
+    serverBill = begun;
     if (begun && Array.isArray(begun.orders)) orders = begun.orders;
     if (!orders && s.pin) {
       try {
@@ -217,25 +222,31 @@ function createTablesPage() {
     }
     $('#checkout-total').textContent = yen(total);
     $('#checkout-total').dataset.total = String(total);
+    showBillTax(serverBill, total);
   }
 
   async function completeCheckout() {
     const s = selected;
     if (!s) return;
-    const ok = await confirmDialog(T.t('staff.checkout.confirm', { table: s.tableId, total: $('#checkout-total').textContent }), {
+    const payment = chosenPayment();
+    const paidBy = T.t('staff.pay.' + payment);
+    const ok = await confirmDialog(T.t('staff.checkout.confirm', { table: s.tableId, total: $('#checkout-total').textContent, payment: paidBy }), {
       ok: T.t('staff.checkout.complete'),
       cancel: T.t('common.cancel'),
       kind: 'checkout',
     });
     if (!ok) return;
     try {
-      const r = await api.post(sessionPath(s) + '/checkout');
+      const r = await api.post(sessionPath(s) + '/checkout', { payment });
       const n = (r && r.orders ? r.orders : []).length;
       const result = $('#checkout-result');
-      result.textContent = T.t('staff.checkout.done', { table: s.tableId, total: yen(r && r.total), n });
+      result.textContent = T.t('staff.checkout.done', { table: s.tableId, total: yen(r && r.total), tax: yen(r && r.taxIncluded), payment: paidBy, n });
       result.dataset.total = String(r && r.total);
+      result.dataset.tax = String(r && r.taxIncluded);
+      result.dataset.payment = String((r && r.payment) || '');
       showCheckout(false);
       show('#checkout-begin', false); // the table is closed
+      show('#session-new-pin', false); // a paid table's PIN opens nothing
       show('#checkout-result', true);
       setError('#session-error', '');
       show('#session-qr', false);
