@@ -42,8 +42,10 @@ const (
 //   - setStock, checkout steps: the request id the FSM remembers; checkout
 //     stores the payment and answers taxIncluded;
 //   - forceRelease: only lock:, pinlock: and burst: keys.
+//
+// Version 3 of placeOrder: lines carry options and a note (lines.go).
 var commandVersions = map[raftfsm.CommandType]uint8{
-	CmdSetStock: 2, CmdPlaceOrder: 2, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
+	CmdSetStock: 2, CmdPlaceOrder: 3, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2,
 }
 
@@ -87,6 +89,7 @@ func register(reg *raftfsm.Registry, maxVersion func(raftfsm.CommandType) uint8)
 	add(CmdResetPIN, "orders.resetPIN", applyResetPIN)
 	registerCalls(add)
 	registerPrinting(add)
+	registerLines(add)
 }
 
 // Staff requests the forwarding layer may commit twice (a retry after an
@@ -129,6 +132,7 @@ type Result struct {
 	Replay       bool            `json:"replay,omitempty"`
 	Body         json.RawMessage `json:"body,omitempty"`
 	SKUs         []string        `json:"skus,omitempty"`
+	Field        string          `json:"field,omitempty"` // the bad field of a 400, when named
 }
 
 func ok(body any) ([]byte, error) {

@@ -157,6 +157,8 @@ type menuInput struct {
 	Toppings  []toppingInput `json:"toppings"`
 	// menuId in the body is accepted when it matches the path.
 	MenuID string `json:"menuId"`
+
+	menuLinesInput // station, optionGroups (lines.go)
 }
 
 const (
@@ -204,6 +206,9 @@ func (s *Service) putMenu(c echo.Context) error {
 	item, ok := in.item(menuID)
 	if !ok {
 		return s.fail(c, http.StatusBadRequest, "INVALID_MENU_ITEM", 0, nil)
+	}
+	if field := in.applyLines(&item); field != "" {
+		return s.failField(c, http.StatusBadRequest, "INVALID_MENU_ITEM", field)
 	}
 	if isKitchen(c) {
 		// The kitchen toggles sold-out; names, prices and toppings are the

@@ -180,6 +180,10 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 	if err != nil {
 		return nil, err
 	}
+	if field := cartOptionsField(menu, c.Items); field != "" && ctx.Version >= 3 {
+		out, err := rejectAudited(400, "INVALID_ORDER", 0, nil)
+		return withField(out, err, field)
+	}
 	items, total, known, unavailable := priceCart(menu, c.Items)
 	if !known {
 		return rejectAudited(400, "INVALID_ORDER", 0, nil)
@@ -224,8 +228,13 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		r := c.RequestID
 		reqID = &r
 	}
+	ticketNo, err := nextTicketNo(ctx.DB)
+	if err != nil {
+		return nil, err
+	}
 	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: sess.TableID,
-		Status: store.StatusAccepted, Items: items, TotalPrice: total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID}
+		Status: store.StatusAccepted, Items: items, TotalPrice: total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
+		TicketNo: ticketNo, Bumped: []string{}}
 	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {
 		return nil, err
 	}
@@ -330,6 +339,7 @@ func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []
 			item.Toppings = append(item.Toppings, store.ToppingRef{ToppingID: top.ToppingID, Name: top.Name, Price: top.Price})
 			item.UnitPrice += top.Price
 		}
+		addLineExtras(m, l, &item)
 		item.LineTotal = item.UnitPrice * int64(l.Quantity)
 		total += item.LineTotal
 		items = append(items, item)

@@ -72,6 +72,9 @@ func applySetOrderStatus(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, err
 			}
 		}
 	}
+	if err := clearBumpsOnRecall(ctx, &o, c.Status); err != nil {
+		return nil, err
+	}
 	if err := store.SetOrderStatus(ctx.DB, c.OrderID, c.Status, ctx.WallTime); err != nil {
 		return nil, err
 	}

@@ -167,6 +167,8 @@ var migrations = []string{
 		created_at INTEGER NOT NULL
 	);
 	CREATE INDEX print_jobs_printer ON print_jobs(printer_id, job_id);`,
+	// 7: order lines: stations, option groups, ticket numbers, bumps.
+	migrationLines,
 }
 
 // SchemaVersion is the version this build migrates to.
