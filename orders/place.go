@@ -48,6 +48,9 @@ type successBody struct {
 	Status           string  `json:"status"`
 	TotalPrice       int64   `json:"totalPrice"`
 	IdempotentReplay bool    `json:"idempotentReplay"`
+	// TicketNo is the number the guest is called by (0 in results cached
+	// before ticket numbers).
+	TicketNo int64 `json:"ticketNo,omitempty"`
 }
 
 // cachedResult is what the KV keeps for a key and for a payload window.
@@ -238,7 +241,7 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {
 		return nil, err
 	}
-	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: total}
+	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: total, TicketNo: ticketNo}
 	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt})
 	if c.RequestID != "" {
 		if err := t.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
