@@ -26,6 +26,18 @@ func (s *store) ticketOf(i int, sess session, orderID int64) int64 {
 	return 0
 }
 
+// guestAt opens the guest app of sess from base and enters the PIN, up
+// to the menu.
+func (b *browser) guestAt(name, base string, sess session, w, h int64) *tab {
+	g := b.open(name, base+"/guest/?s="+sess.SessionID, w, h)
+	g.waitVisible("#screen-pin")
+	g.typeInto("#pin-input", sess.PIN)
+	g.click("#pin-submit")
+	g.waitVisible("#screen-menu")
+	g.waitVisible(`[data-item-id="hakata"]`)
+	return g
+}
+
 // chooseStation picks a station on a kitchen screen, once the picker
 // knows it (it loads the menu's stations).
 func (tb *tab) chooseStation(station string) {
@@ -63,11 +75,7 @@ func TestGuestOptionsStationsAndTicketNumbers(t *testing.T) {
 	drinks.chooseStation("drinks")
 
 	// ---- 1. the guest
-	guest := b.open("guest-lines", s.url(g)+"/guest/?s="+sess.SessionID, phoneW, phoneH)
-	guest.waitVisible("#screen-pin")
-	guest.typeInto("#pin-input", sess.PIN)
-	guest.click("#pin-submit")
-	guest.waitVisible(`[data-item-id="hakata"]`)
+	guest := b.guestAt("guest-lines", s.url(g), sess, phoneW, phoneH)
 	guest.click(`button[data-menu-id="hakata"]`)
 	guest.waitVisible("#topping-sheet")
 	guest.waitVisible(`#sheet-options fieldset[data-group-id="firmness"].is-required.is-missing`)
@@ -162,7 +170,7 @@ func TestGuestOptionsStationsAndTicketNumbers(t *testing.T) {
 	// ---- 4. ticket numbers 2, 3; 1 again after a day close
 	place := func(table string) (session, int64) {
 		ss := s.openSession(n, table)
-		id := s.guestOrderWith(g, ss, map[string]any{"items": []map[string]any{{"menuId": "hakata", "quantity": 1, "toppings": []string{}, "options": map[string][]string{"firmness": {"soft"}}}}})
+		id := s.guestOrder([]int{g}, ss, []orderLine{{MenuID: "hakata", Quantity: 1, Toppings: []string{}, Options: map[string][]string{"firmness": {"soft"}}}}, 20*time.Second)
 		return ss, id
 	}
 	for want := int64(2); want <= 3; want++ {
@@ -182,34 +190,8 @@ func TestGuestOptionsStationsAndTicketNumbers(t *testing.T) {
 	noodles.waitFor("No.1 again on the noodle screen", fmt.Sprintf(`(document.querySelector('#order-board [data-order-id="%d"] .ticket-no') || {}).textContent === 'No.1'`, oid), 10*time.Second)
 
 	// The item sheet at tablet width too.
-	tabletGuest := b.open("guest-lines-tablet", s.url(n)+"/guest/?s="+ss.SessionID, tabletW, tabletH)
-	tabletGuest.waitVisible("#screen-pin")
-	tabletGuest.typeInto("#pin-input", ss.PIN)
-	tabletGuest.click("#pin-submit")
-	tabletGuest.waitVisible(`[data-item-id="hakata"]`)
+	tabletGuest := b.guestAt("guest-lines-tablet", s.url(n), ss, tabletW, tabletH)
 	tabletGuest.click(`button[data-menu-id="hakata"]`)
 	tabletGuest.waitVisible("#topping-sheet")
 	tabletGuest.screenshot("lines-guest-sheet-tablet")
-}
-
-// guestOrderWith places one guest order with a raw body through node i.
-func (s *store) guestOrderWith(i int, sess session, body any) int64 {
-	s.t.Helper()
-	hdr := map[string]string{"Idempotency-Key": uuidV4(), "X-MasterOrder-Client-Id": newClientID(), "X-Session-PIN": sess.PIN}
-	deadline := time.Now().Add(20 * time.Second)
-	var last apiResp
-	for time.Now().Before(deadline) {
-		last = s.call(i, "POST", "/api/guest/sessions/"+sess.SessionID+"/orders", hdr, body)
-		if last.status == 200 {
-			var out struct{ OrderID int64 }
-			last.decode(s.t, &out)
-			return out.OrderID
-		}
-		if last.status != -1 && last.status != 503 && last.status != 409 && last.status != 429 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.t.Fatalf("guest order for %s: %d %s", sess.TableID, last.status, last.body)
-	return 0
 }
