@@ -187,7 +187,11 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		out, err := rejectAudited(400, "INVALID_ORDER", 0, nil)
 		return withField(out, err, field)
 	}
-	items, total, known, unavailable := priceCart(menu, c.Items)
+	// Version 3 brought order lines (lines.go): an older command is
+	// applied as its build did, with no station, options or ticket
+	// number, the same on a box that applied it before upgrading.
+	lines := ctx.Version >= 3
+	items, total, known, unavailable := priceCart(menu, c.Items, lines)
 	if !known {
 		return rejectAudited(400, "INVALID_ORDER", 0, nil)
 	}
@@ -231,9 +235,11 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		r := c.RequestID
 		reqID = &r
 	}
-	ticketNo, err := nextTicketNo(ctx.DB)
-	if err != nil {
-		return nil, err
+	var ticketNo int64
+	if lines {
+		if ticketNo, err = nextTicketNo(ctx.DB); err != nil {
+			return nil, err
+		}
 	}
 	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: sess.TableID,
 		Status: store.StatusAccepted, Items: items, TotalPrice: total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
@@ -316,10 +322,11 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// priceCart prices normalized lines from the menu at this index. known is
+// priceCart prices normalized lines from the menu at this index (with
+// their stations, options and notes when extras). known is
 // false for an unknown item or topping; unavailable lists items staff
 // marked unavailable (the total counts them at their price, for row 12).
-func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []store.OrderItem, total int64, known bool, unavailable []string) {
+func priceCart(menu map[string]store.MenuItem, lines []admission.Line, extras bool) (items []store.OrderItem, total int64, known bool, unavailable []string) {
 	for _, l := range lines {
 		m, found := menu[l.MenuID]
 		if !found {
@@ -342,7 +349,9 @@ func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []
 			item.Toppings = append(item.Toppings, store.ToppingRef{ToppingID: top.ToppingID, Name: top.Name, Price: top.Price})
 			item.UnitPrice += top.Price
 		}
-		addLineExtras(m, l, &item)
+		if extras {
+			addLineExtras(m, l, &item)
+		}
 		item.LineTotal = item.UnitPrice * int64(l.Quantity)
 		total += item.LineTotal
 		items = append(items, item)
