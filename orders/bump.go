@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/kv"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
@@ -30,38 +31,34 @@ func (c bumpCmd) valid() bool {
 	return c.OrderID >= 1 && c.OrderID <= 1<<31-1 && stationRe.MatchString(c.Station) && validNode(c.Node)
 }
 
-func registerLines(add func(raftfsm.CommandType, string, raftfsm.Handler)) {
-	add(CmdBump, "orders.bump", applyBump)
+// registerLines adds the order-line commands (called from registerTable).
+func registerLines(tab commandTable) {
+	register(tab, CmdBump, "orders.bump", applyBump)
 }
 
 // applyBump records the station's bump; the last station to bump moves
 // an ACCEPTED or COOKING order to READY. Bumping again changes nothing.
-func applyBump(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c bumpCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyBump(ctx *raftfsm.ApplyContext, _ *kv.Tx, c bumpCmd) ([]byte, error) {
 	o, found, err := store.GetOrder(ctx.DB, c.OrderID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "ORDER_NOT_FOUND")
+		return reject(http.StatusNotFound, "ORDER_NOT_FOUND")
 	}
 	sess, found, err := store.GetSession(ctx.DB, o.SessionID)
 	if err != nil {
 		return nil, err
 	}
 	if !found || sess.Status != store.SessionActive {
-		return reject(410, "SESSION_CLOSED")
+		return reject(http.StatusGone, "SESSION_CLOSED")
 	}
 	stations := o.Stations()
 	if !slices.Contains(stations, c.Station) {
-		out, err := reject(400, "INVALID_REQUEST")
-		return withField(out, err, "station")
+		return withField(reject(http.StatusBadRequest, "INVALID_REQUEST"))("station")
 	}
 	if o.Status == store.StatusServed || o.Status == store.StatusCancelled {
-		return reject(409, "INVALID_TRANSITION")
+		return reject(http.StatusConflict, "INVALID_TRANSITION")
 	}
 	if slices.Contains(o.Bumped, c.Station) {
 		return ok(o)
@@ -119,7 +116,7 @@ func (s *Service) bump(c echo.Context) error {
 	if !stationRe.MatchString(in.Station) {
 		return s.failField(c, http.StatusBadRequest, "INVALID_REQUEST", "station")
 	}
-	r, err := s.propose(c, CmdBump, bumpCmd{OrderID: id, Station: in.Station, Node: s.cfg.NodeID}, false)
+	r, err := s.propose(c.Request().Context(), CmdBump, bumpCmd{OrderID: id, Station: in.Station, Node: s.cfg.NodeID}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}

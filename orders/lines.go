@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"masterorder/node"
+	"masterorder/httpapi"
 	"masterorder/orders/admission"
 	"masterorder/orders/store"
 )
@@ -209,26 +209,25 @@ func validLineExtras(l admission.Line) bool {
 	return true
 }
 
-// withField adds the field a rejection names to an encoded Result.
-func withField(out []byte, err error, field string) ([]byte, error) {
-	if err != nil {
-		return out, err
+// withField adds the field a rejection names to an encoded Result:
+// withField(reject(...))(field).
+func withField(out []byte, err error) func(field string) ([]byte, error) {
+	return func(field string) ([]byte, error) {
+		if err != nil {
+			return out, err
+		}
+		var r Result
+		if err := json.Unmarshal(out, &r); err != nil {
+			return nil, err
+		}
+		r.Field = field
+		return json.Marshal(r)
 	}
-	var r Result
-	if err := json.Unmarshal(out, &r); err != nil {
-		return nil, err
-	}
-	r.Field = field
-	return json.Marshal(r)
 }
 
 // failField answers a 400 that names the offending field.
 func (s *Service) failField(c echo.Context, status int, code, field string) error {
-	body := map[string]any{"allowed": false, "reasonCode": code, "message": message(code, node.English(c))}
-	if field != "" {
-		body["field"] = field
-	}
-	return c.JSON(status, body)
+	return httpapi.Write(c, httpapi.Refusal{Status: status, Code: code, Field: field})
 }
 
 // localOptionsField checks the cart as sent (the guest's line numbers)

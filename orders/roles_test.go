@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"masterorder/node"
-	"masterorder/node/staffauth"
+	"masterorder/orders/orderstest"
 )
 
 const kitchenPassword = "kitchen-pw-for-tests"
@@ -28,10 +28,7 @@ func kitchenLogin(t *testing.T, s *store, i int) string {
 }
 
 func withKitchenPassword(t *testing.T) func(int, *node.Config) {
-	h, err := staffauth.HashPassword(kitchenPassword)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := orderstest.PasswordHash(t, kitchenPassword)
 	return func(_ int, c *node.Config) { c.Staff.KitchenPasswordHash = h }
 }
 
