@@ -47,7 +47,7 @@ const T = createI18n(withCallStrings({
     'kitchen.soldout.out': '売り切れ',
     'kitchen.new': '新しい注文: テーブル {table}',
     'kitchen.station': 'ステーション',
-    'kitchen.station.all': 'すべて',
+    'kitchen.station.all': '全体',
     'kitchen.station.done': '完了',
     'kitchen.station.bumped': '{stations} 完了',
   },
