@@ -389,6 +389,13 @@ func TestHelpers(t *testing.T) {
 	if cartKey(a) != cartKey(b) {
 		t.Errorf("cartKey %q != %q", cartKey(a), cartKey(b))
 	}
+	// Options and the note are part of the cart, as the server fingerprints it.
+	withNote := []line{{MenuID: "a", Quantity: 1, Options: map[string][]string{"x": {"2", "1"}}, Note: "ネギ抜き"}}
+	same := []line{{MenuID: "a", Quantity: 1, Options: map[string][]string{"x": {"1", "2"}, "y": {}}, Note: " ネギ抜き "}}
+	other := []line{{MenuID: "a", Quantity: 1, Options: map[string][]string{"x": {"1", "2"}}, Note: "ネギ多め"}}
+	if cartKey(withNote) != cartKey(same) || cartKey(withNote) == cartKey(other) || cartKey(withNote) == cartKey([]line{{MenuID: "a", Quantity: 1}}) {
+		t.Errorf("cartKey with options and notes: %q %q %q", cartKey(withNote), cartKey(same), cartKey(other))
+	}
 	l := latencyOf([]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10})
 	if l != (Latency{P50: 5, P95: 10, P99: 10, Max: 10}) {
 		t.Errorf("latency %+v", l)

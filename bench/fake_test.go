@@ -62,15 +62,40 @@ type fakeItem struct {
 	Price     int           `json:"price"`
 	Available bool          `json:"available"`
 	Toppings  []fakeTopping `json:"toppings"`
+	Station   string        `json:"station"`
+	Groups    []fakeGroup   `json:"optionGroups"`
+}
+
+type fakeGroup struct {
+	GroupID string       `json:"groupId"`
+	Name    string       `json:"name"`
+	Min     int          `json:"min"`
+	Max     int          `json:"max"`
+	Options []fakeOption `json:"options"`
+}
+
+type fakeOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Price    int    `json:"price"`
+}
+
+type fakeOptionRef struct {
+	GroupID  string `json:"groupId"`
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Price    int    `json:"price"`
 }
 
 type fakeOrderLine struct {
-	MenuID    string        `json:"menuId"`
-	Name      string        `json:"name"`
-	Quantity  int           `json:"quantity"`
-	Toppings  []fakeTopping `json:"toppings"`
-	UnitPrice int           `json:"unitPrice"`
-	LineTotal int           `json:"lineTotal"`
+	MenuID    string          `json:"menuId"`
+	Name      string          `json:"name"`
+	Quantity  int             `json:"quantity"`
+	Toppings  []fakeTopping   `json:"toppings"`
+	UnitPrice int             `json:"unitPrice"`
+	LineTotal int             `json:"lineTotal"`
+	Options   []fakeOptionRef `json:"options"`
+	Note      *string         `json:"note"`
 }
 
 type fakeOrder struct {
@@ -369,6 +394,37 @@ func (s *fakeStore) placeOrder(node int, w http.ResponseWriter, r *http.Request)
 			}
 			ol.Toppings = append(ol.Toppings, it.Toppings[i])
 			ol.UnitPrice += it.Toppings[i].Price
+		}
+		// Options as the server takes them: known groups and ids, min..max.
+		ol.Options = []fakeOptionRef{}
+		for g := range l.Options {
+			if !slices.ContainsFunc(it.Groups, func(fg fakeGroup) bool { return fg.GroupID == g }) {
+				s.mu.Unlock()
+				writeErr(w, 400, "INVALID_ORDER", 0)
+				return
+			}
+		}
+		for _, g := range it.Groups {
+			ids := l.Options[g.GroupID]
+			if len(ids) < g.Min || len(ids) > g.Max {
+				s.mu.Unlock()
+				writeErr(w, 400, "INVALID_ORDER", 0)
+				return
+			}
+			for _, id := range ids {
+				i := slices.IndexFunc(g.Options, func(o fakeOption) bool { return o.OptionID == id })
+				if i < 0 {
+					s.mu.Unlock()
+					writeErr(w, 400, "INVALID_ORDER", 0)
+					return
+				}
+				ol.Options = append(ol.Options, fakeOptionRef{GroupID: g.GroupID, OptionID: id, Name: g.Options[i].Name, Price: g.Options[i].Price})
+				ol.UnitPrice += g.Options[i].Price
+			}
+		}
+		if l.Note != "" {
+			n := l.Note
+			ol.Note = &n
 		}
 		ol.LineTotal = ol.UnitPrice * ol.Quantity
 		total += ol.LineTotal

@@ -88,6 +88,11 @@ type histOrder struct {
 		Toppings []struct {
 			ToppingID string `json:"toppingId"`
 		} `json:"toppings"`
+		Options []struct {
+			GroupID  string `json:"groupId"`
+			OptionID string `json:"optionId"`
+		} `json:"options"`
+		Note *string `json:"note"`
 	} `json:"items"`
 	TotalPrice int `json:"totalPrice"`
 }
@@ -105,6 +110,15 @@ func (o *histOrder) cartKey() string {
 		l := line{MenuID: it.MenuID, Quantity: it.Quantity, Toppings: []string{}}
 		for _, tp := range it.Toppings {
 			l.Toppings = append(l.Toppings, tp.ToppingID)
+		}
+		for _, o := range it.Options {
+			if l.Options == nil {
+				l.Options = map[string][]string{}
+			}
+			l.Options[o.GroupID] = append(l.Options[o.GroupID], o.OptionID)
+		}
+		if it.Note != nil {
+			l.Note = *it.Note
 		}
 		lines = append(lines, l)
 	}

@@ -20,6 +20,47 @@ type menuItem struct {
 	Price    int
 	Toppings []toppingDef
 	Tracked  bool // stock tracked with a large quantity; else null
+	// Groups are option groups (required when Min ≥ 1); Station prepares it.
+	Groups  []optionGroupDef
+	Station string
+}
+
+type optionGroupDef struct {
+	ID       string
+	Name     string
+	Min, Max int
+	Options  []optionDef
+}
+
+type optionDef struct {
+	ID    string
+	Name  string
+	Price int
+}
+
+// body is the item as PUT /api/staff/menu takes it.
+func (it menuItem) body() map[string]any {
+	toppings := make([]map[string]any, 0, len(it.Toppings))
+	for _, tp := range it.Toppings {
+		toppings = append(toppings, map[string]any{"toppingId": tp.ID, "name": tp.Name, "price": tp.Price})
+	}
+	groups := make([]map[string]any, 0, len(it.Groups))
+	for _, g := range it.Groups {
+		opts := make([]map[string]any, 0, len(g.Options))
+		for _, o := range g.Options {
+			opts = append(opts, map[string]any{"optionId": o.ID, "name": o.Name, "price": o.Price})
+		}
+		groups = append(groups, map[string]any{"groupId": g.ID, "name": g.Name, "min": g.Min, "max": g.Max, "options": opts})
+	}
+	station := it.Station
+	if station == "" {
+		station = "kitchen"
+	}
+	return map[string]any{
+		"name": it.Name, "nameEn": it.NameEn, "category": it.Category,
+		"price": it.Price, "available": true, "toppings": toppings,
+		"station": station, "optionGroups": groups,
+	}
 }
 
 type toppingDef struct {
@@ -34,14 +75,18 @@ type toppingDef struct {
 func benchMenu(prefix string) []menuItem {
 	id := func(s string) string { return prefix + "-" + s }
 	return []menuItem{
-		{ID: id("ramen"), Name: "醤油ラーメン", NameEn: "Shoyu ramen", Category: "noodles", Price: 900, Tracked: true,
-			Toppings: []toppingDef{{ID: id("egg"), Name: "味玉", Price: 120, Tracked: true}, {ID: id("chashu"), Name: "チャーシュー", Price: 250}}},
-		{ID: id("tsukemen"), Name: "つけ麺", NameEn: "Tsukemen", Category: "noodles", Price: 1000,
+		{ID: id("ramen"), Name: "醤油ラーメン", NameEn: "Shoyu ramen", Category: "noodles", Price: 900, Tracked: true, Station: "noodles",
+			Toppings: []toppingDef{{ID: id("egg"), Name: "味玉", Price: 120, Tracked: true}, {ID: id("chashu"), Name: "チャーシュー", Price: 250}},
+			Groups: []optionGroupDef{
+				{ID: "firmness", Name: "麺のかたさ", Min: 1, Max: 1, Options: []optionDef{{ID: "soft", Name: "やわらかめ"}, {ID: "normal", Name: "ふつう"}, {ID: "firm", Name: "かため"}}},
+				{ID: "extras", Name: "追加", Min: 0, Max: 2, Options: []optionDef{{ID: "garlic", Name: "にんにく", Price: 50}, {ID: "spicy", Name: "辛味", Price: 100}, {ID: "oil", Name: "背脂", Price: 0}}}}},
+		{ID: id("tsukemen"), Name: "つけ麺", NameEn: "Tsukemen", Category: "noodles", Price: 1000, Station: "noodles",
 			Toppings: []toppingDef{{ID: id("nori"), Name: "海苔", Price: 80}, {ID: id("menma"), Name: "メンマ", Price: 100, Tracked: true}}},
 		{ID: id("gyoza"), Name: "餃子", NameEn: "Gyoza", Category: "sides", Price: 450, Tracked: true},
 		{ID: id("karaage"), Name: "唐揚げ", NameEn: "Karaage", Category: "sides", Price: 600},
 		{ID: id("rice"), Name: "ライス", NameEn: "Rice", Category: "sides", Price: 250},
-		{ID: id("beer"), Name: "生ビール", NameEn: "Draft beer", Category: "drinks", Price: 550, Tracked: true},
+		{ID: id("beer"), Name: "生ビール", NameEn: "Draft beer", Category: "drinks", Price: 550, Tracked: true, Station: "drinks",
+			Groups: []optionGroupDef{{ID: "size", Name: "サイズ", Min: 1, Max: 1, Options: []optionDef{{ID: "medium", Name: "中", Price: 0}, {ID: "large", Name: "大", Price: 200}}}}},
 	}
 }
 
@@ -147,15 +192,7 @@ func (r *runner) setup(ctx context.Context) error {
 	stockQty := r.stockQuantity()
 	r.stock = map[string]int{}
 	for _, it := range r.items {
-		toppings := make([]map[string]any, 0, len(it.Toppings))
-		for _, tp := range it.Toppings {
-			toppings = append(toppings, map[string]any{"toppingId": tp.ID, "name": tp.Name, "price": tp.Price})
-		}
-		body := map[string]any{
-			"name": it.Name, "nameEn": it.NameEn, "category": it.Category,
-			"price": it.Price, "available": true, "toppings": toppings,
-		}
-		if err := r.staffCall(ctx, http.MethodPut, "/api/staff/menu/"+url.PathEscape(it.ID), body, nil); err != nil {
+		if err := r.staffCall(ctx, http.MethodPut, "/api/staff/menu/"+url.PathEscape(it.ID), it.body(), nil); err != nil {
 			return fmt.Errorf("menu item %s: %w", it.ID, err)
 		}
 	}

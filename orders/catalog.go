@@ -85,10 +85,11 @@ func resolveLine(menu map[string]store.MenuItem, l admission.Line) (m store.Menu
 	return m, tops, true
 }
 
-// priceCart prices normalized lines from the menu at this index. known is
+// priceCart prices normalized lines from the menu at this index (with
+// their stations, options and notes when extras, lines.go). known is
 // false for an unknown item or topping; unavailable lists items staff
 // marked unavailable (the total counts them at their price, for row 12).
-func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []store.OrderItem, total int64, known bool, unavailable []string) {
+func priceCart(menu map[string]store.MenuItem, lines []admission.Line, extras bool) (items []store.OrderItem, total int64, known bool, unavailable []string) {
 	for _, l := range lines {
 		m, tops, found := resolveLine(menu, l)
 		if !found {
@@ -101,6 +102,9 @@ func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []
 		for _, top := range tops {
 			item.Toppings = append(item.Toppings, store.ToppingRef{ToppingID: top.ToppingID, Name: top.Name, Price: top.Price})
 			item.UnitPrice += top.Price
+		}
+		if extras {
+			addLineExtras(m, l, &item)
 		}
 		item.LineTotal = item.UnitPrice * int64(l.Quantity)
 		total += item.LineTotal

@@ -37,12 +37,15 @@ const (
 //   - setStock, checkout steps: the request id the FSM remembers; checkout
 //     stores the payment and answers taxIncluded;
 //   - forceRelease: only lock:, pinlock: and burst: keys;
-//   - upsertMenu: the content patch (names, descriptions, allergens).
+//   - upsertMenu: the content patch (names, descriptions, allergens);
 //   - reprint: archived orders too (reprint.go).
+//
+// Version 3 of placeOrder: lines carry options and a note, orders a
+// station per line and a ticket number (lines.go).
 var commandVersions = map[raftfsm.CommandType]uint8{
-	CmdSetStock: 2, CmdPlaceOrder: 2, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
+	CmdSetStock: 2, CmdPlaceOrder: 3, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 	CmdCheckoutCancel: 2, CmdCheckout: 2, CmdForceRelease: 2, CmdReprint: 2,
-	CmdUpsertMenu: 2, // M-content: the item's words (content patch)
+	CmdUpsertMenu: 2, // the item's words (content patch, content.go)
 }
 
 // versionOf is the version this build proposes for t.
@@ -84,9 +87,11 @@ func registerTable(tab commandTable) {
 	// cloud.go, preadmit.go
 	register(tab, CmdCloudState, "orders.cloudState", applyCloudState)
 	register(tab, CmdRejectionSummary, "orders.rejectionSummary", applyRejectionSummary)
-	// calls.go, printing.go
+	// calls.go, printing.go, bump.go
 	registerCalls(tab)
 	registerPrinting(tab)
 	// content.go
 	registerContent(tab)
+	// lines.go
+	registerLines(tab)
 }

@@ -17,7 +17,7 @@ func demoMenu() []store.MenuItem {
 	menma := store.Topping{ToppingID: "menma", Name: "メンマ", NameEn: "Bamboo shoots", Price: 100}
 	garlic := store.Topping{ToppingID: "garlic", Name: "にんにく", NameEn: "Garlic", Price: 50}
 	noodle := []store.Topping{egg, chashu, nori, menma}
-	return []store.MenuItem{
+	items := []store.MenuItem{
 		{MenuID: "shoyu", Name: "醤油ラーメン", NameEn: "Shoyu ramen", Category: "noodles", Price: 900, Available: true, SortOrder: 1, Toppings: noodle},
 		{MenuID: "shio", Name: "塩ラーメン", NameEn: "Shio ramen", Category: "noodles", Price: 900, Available: true, SortOrder: 2, Toppings: noodle},
 		{MenuID: "miso", Name: "味噌ラーメン", NameEn: "Miso ramen", Category: "noodles", Price: 980, Available: true, SortOrder: 3, Toppings: append(append([]store.Topping{}, noodle...), garlic)},
@@ -31,6 +31,31 @@ func demoMenu() []store.MenuItem {
 		{MenuID: "oolong", Name: "烏龍茶", NameEn: "Oolong tea", Category: "drinks", Price: 300, Available: true, SortOrder: 31, Toppings: []store.Topping{}},
 		{MenuID: "kaedama", Name: "替え玉", NameEn: "Extra noodles", Category: "noodles", Price: 150, Available: true, SortOrder: 6, Toppings: []store.Topping{}},
 	}
+	return withDemoLines(items)
+}
+
+// withDemoLines gives the demo its stations (noodles, drinks, the rest in
+// the kitchen) and a ramen with a required choice.
+func withDemoLines(items []store.MenuItem) []store.MenuItem {
+	firmness := store.OptionGroup{GroupID: "firmness", Name: "麺のかたさ", NameEn: "Noodle firmness", Min: 1, Max: 1, Options: []store.Option{
+		{OptionID: "soft", Name: "やわらかめ", NameEn: "Soft"}, {OptionID: "normal", Name: "ふつう", NameEn: "Normal"},
+		{OptionID: "firm", Name: "かため", NameEn: "Firm"}, {OptionID: "extra-firm", Name: "バリカタ", NameEn: "Extra firm"}}}
+	extras := store.OptionGroup{GroupID: "extras", Name: "追加", NameEn: "Extras", Min: 0, Max: 2, Options: []store.Option{
+		{OptionID: "spicy", Name: "辛味噌", NameEn: "Spicy miso", Price: 100}, {OptionID: "more-oil", Name: "背脂多め", NameEn: "Extra back fat", Price: 0},
+		{OptionID: "ginger", Name: "紅しょうが", NameEn: "Pickled ginger", Price: 0}}}
+	items = append(items, store.MenuItem{MenuID: "hakata", Name: "博多ラーメン", NameEn: "Hakata ramen", Category: "noodles", Price: 950, Available: true,
+		SortOrder: 7, Toppings: []store.Topping{}, OptionGroups: []store.OptionGroup{firmness, extras}})
+	for i := range items {
+		switch items[i].Category {
+		case "noodles":
+			items[i].Station = "noodles"
+		case "drinks":
+			items[i].Station = "drinks"
+		default:
+			items[i].Station = store.DefaultStation
+		}
+	}
+	return items
 }
 
 // SeedDemo loads the demo menu and stock (once) and opens a session for

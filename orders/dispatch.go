@@ -63,6 +63,7 @@ type Result struct {
 	Replay       bool            `json:"replay,omitempty"`
 	Body         json.RawMessage `json:"body,omitempty"`
 	SKUs         []string        `json:"skus,omitempty"`
+	Field        string          `json:"field,omitempty"` // the bad field of a 400, when named
 }
 
 func ok(body any) ([]byte, error) {

@@ -258,7 +258,7 @@ func TestHostileRequestsGetOnly4xx(t *testing.T) {
 		`{"items":[{"menuId":"ramen","quantity":-1}]}`, `{"items":[{"menuId":"nope","quantity":1}]}`,
 		`{"items":[{"menuId":"ramen","quantity":1,"toppings":["nori","nope"]}]}`, `{"items":[{"menuId":"tea","quantity":1,"toppings":["egg"]}]}`,
 		`{"items":[{"menuId":"ramen","quantity":1}],"expectedTotal":-1}`, `{"items":[{"menuId":"ramen","quantity":1}],"expectedTotal":"900"}`,
-		`{"items":[{"menuId":"ramen","quantity":1}],"allowRepeat":"yes"}`, `{"items":[{"menuId":"ramen","quantity":1,"note":"x"}]}`,
+		`{"items":[{"menuId":"ramen","quantity":1}],"allowRepeat":"yes"}`, `{"items":[{"menuId":"ramen","quantity":1,"memo":"x"}]}`,
 		`{"items":[{"menuId":"ramen","quantity":1}],"extra":true}`, `{"items":[{"menuId":"ramen","quantity":1}]} x`,
 	} {
 		add(hostileReq{name: "bad order", method: "POST", path: guestPath + "/orders", hdr: guest(), body: []byte(b), want: 400})

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/text/language"
 
-	"masterorder/httpapi"
 	"masterorder/node"
 	"masterorder/orders/admission"
 	"masterorder/orders/menuimage"
@@ -117,11 +116,6 @@ func canonicalNames(in map[string]string, field string) (store.Names, string, bo
 	return out, "", true
 }
 
-// failField answers 400 with the reason code and the field it is about.
-func (s *Service) failField(c echo.Context, code, field string) error {
-	return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: code, Field: field})
-}
-
 // ---- pictures ----
 
 // putMenuImage: PUT /api/staff/menu/{menuId}/image, the picture as the
@@ -135,7 +129,7 @@ func (s *Service) putMenuImage(c echo.Context) error {
 	}
 	data, err := io.ReadAll(io.LimitReader(c.Request().Body, menuimage.MaxUploadBytes+1))
 	if err != nil {
-		return s.failField(c, "INVALID_IMAGE", "image")
+		return s.failField(c, http.StatusBadRequest, "INVALID_IMAGE", "image")
 	}
 	ct := strings.ToLower(strings.TrimSpace(strings.Split(c.Request().Header.Get("Content-Type"), ";")[0]))
 	pic, err := menuimage.Process(data, ct)
@@ -144,7 +138,7 @@ func (s *Service) putMenuImage(c echo.Context) error {
 		if errors.Is(err, menuimage.ErrType) {
 			field = "contentType"
 		}
-		return s.failField(c, "INVALID_IMAGE", field)
+		return s.failField(c, http.StatusBadRequest, "INVALID_IMAGE", field)
 	}
 	r, err := s.propose(c.Request().Context(), CmdSetMenuImage, setMenuImageCmd{MenuID: menuID, Hash: pic.Hash, ContentType: pic.ContentType, Data: pic.Data}, true)
 	if err != nil {
@@ -210,7 +204,7 @@ func (s *Service) getImage(c echo.Context) error {
 func (s *Service) putCategoryNames(c echo.Context) error {
 	cat, err := url.PathUnescape(c.Param("category"))
 	if err != nil || !validText(cat, 64, true) {
-		return s.failField(c, "INVALID_REQUEST", "category")
+		return s.failField(c, http.StatusBadRequest, "INVALID_REQUEST", "category")
 	}
 	var in struct {
 		Names map[string]string `json:"names"`
@@ -220,7 +214,7 @@ func (s *Service) putCategoryNames(c echo.Context) error {
 	}
 	names, field, good := canonicalNames(in.Names, "names")
 	if !good {
-		return s.failField(c, "INVALID_REQUEST", field)
+		return s.failField(c, http.StatusBadRequest, "INVALID_REQUEST", field)
 	}
 	r, err := s.propose(c.Request().Context(), CmdSetCategoryNames, setCategoryNamesCmd{Category: cat, Names: names}, true)
 	if err != nil {

@@ -184,7 +184,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	}
 	req, err := admission.DecodeOrder(body)
 	if err != nil {
-		return s.fail(c, http.StatusBadRequest, "INVALID_ORDER", 0, nil)
+		return s.failField(c, http.StatusBadRequest, "INVALID_ORDER", admission.FieldOf(err))
 	}
 	lines := admission.Normalize(req.Items)
 	empty, known, err := s.catalogKnows(lines)
@@ -200,6 +200,12 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	}
 	if !empty && !known {
 		return s.fail(c, http.StatusBadRequest, "INVALID_ORDER", 0, nil)
+	}
+	if field, err := s.localOptionsField(c, req.Items); err != nil || field != "" {
+		if err != nil {
+			return s.failErr(c, err)
+		}
+		return s.failField(c, http.StatusBadRequest, "INVALID_ORDER", field)
 	}
 	// Row 3: session and PIN (staff need no PIN).
 	if guest {

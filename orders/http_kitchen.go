@@ -32,6 +32,10 @@ func (s *Service) kitchenOrders(c echo.Context) error {
 			statuses = append(statuses, st)
 		}
 	}
+	station, good := stationParam(c)
+	if !good {
+		return s.failField(c, http.StatusBadRequest, "INVALID_REQUEST", "station")
+	}
 	if err := s.readReplica(c); err != nil {
 		return s.failErr(c, err)
 	}
@@ -39,7 +43,7 @@ func (s *Service) kitchenOrders(c echo.Context) error {
 	if err := s.query(func(db store.DB) (err error) { list, err = store.KitchenOrders(db, statuses); return }); err != nil {
 		return s.failErr(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"orders": list})
+	return c.JSON(http.StatusOK, map[string]any{"orders": forStation(list, station)})
 }
 
 // kitchenSnapshot reads the open orders and the index they reflect in one
@@ -86,6 +90,17 @@ func (s *Service) kitchenStream(c echo.Context) error {
 		}
 		last, resume = n, true
 	}
+	station, good := stationParam(c)
+	if !good {
+		return s.failField(c, http.StatusBadRequest, "INVALID_REQUEST", "station")
+	}
+	// A station's screen gets its lines only (bump.go).
+	send := func(w http.ResponseWriter, e stream.Event) {
+		if d, keep := stationEvent(e.Data, e.Type, station); keep {
+			e.Data = d
+			writeEvent(w, e)
+		}
+	}
 	ctx := c.Request().Context()
 	// Catch up first, so an id another node already sent is known here;
 	// without a quorum the stream opens on what this box holds and goes on
@@ -112,12 +127,12 @@ func (s *Service) kitchenStream(c echo.Context) error {
 		if err != nil {
 			return nil // headers are out; the client reconnects
 		}
-		data, _ := json.Marshal(map[string]any{"type": "snapshot", "orders": list})
+		data, _ := json.Marshal(map[string]any{"type": "snapshot", "orders": forStation(list, station)})
 		writeEvent(w, stream.Event{ID: idx, Type: "snapshot", Data: data})
 		sent = idx
 	} else {
 		for _, e := range backlog {
-			writeEvent(w, e)
+			send(w, e)
 			sent = e.ID
 		}
 	}
@@ -138,14 +153,14 @@ func (s *Service) kitchenStream(c echo.Context) error {
 				continue // already in the snapshot or backlog
 			}
 			s.node.ExtendWriteDeadline(w)
-			writeEvent(w, e)
+			send(w, e)
 			sent = e.ID
 			// Drain what is queued before flushing once.
 			for more := true; more; {
 				select {
 				case e := <-sub.C:
 					if e.ID > sent { // one kitchen event per command
-						writeEvent(w, e)
+						send(w, e)
 						sent = e.ID
 					}
 				default:

@@ -159,7 +159,8 @@ type menuInput struct {
 	// menuId in the body is accepted when it matches the path.
 	MenuID string `json:"menuId"`
 
-	contentInput // names, description(En), allergens: http_content.go
+	contentInput   // names, description(En), allergens: http_content.go
+	menuLinesInput // station, optionGroups (lines.go)
 }
 
 const (
@@ -208,9 +209,12 @@ func (s *Service) putMenu(c echo.Context) error {
 	if !ok {
 		return s.fail(c, http.StatusBadRequest, "INVALID_MENU_ITEM", 0, nil)
 	}
+	if field := in.applyLines(&item); field != "" {
+		return s.failField(c, http.StatusBadRequest, "INVALID_MENU_ITEM", field)
+	}
 	content, field, ok := in.contentInput.patch()
 	if !ok {
-		return s.failField(c, "INVALID_MENU_ITEM", field)
+		return s.failField(c, http.StatusBadRequest, "INVALID_MENU_ITEM", field)
 	}
 	if isKitchen(c) {
 		// The kitchen toggles sold-out; names, prices and toppings are the

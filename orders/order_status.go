@@ -69,6 +69,9 @@ func applySetOrderStatus(ctx *raftfsm.ApplyContext, tx *kv.Tx, c setOrderStatusC
 			}
 		}
 	}
+	if err := clearBumpsOnRecall(ctx, &o, c.Status); err != nil {
+		return nil, err
+	}
 	if err := store.SetOrderStatus(ctx.DB, c.OrderID, c.Status, ctx.WallTime); err != nil {
 		return nil, err
 	}

@@ -49,6 +49,9 @@ type successBody struct {
 	Status           string  `json:"status"`
 	TotalPrice       int64   `json:"totalPrice"`
 	IdempotentReplay bool    `json:"idempotentReplay"`
+	// TicketNo is the number the guest is called by (0 in results cached
+	// before ticket numbers).
+	TicketNo int64 `json:"ticketNo,omitempty"`
 }
 
 // cachedResult is what the KV keeps for a key and for a payload window.
@@ -228,6 +231,7 @@ func (p *placement) checkWindows() ([]byte, error) {
 type pricedCart struct {
 	items []store.OrderItem
 	total int64
+	lines bool // stations, options and a ticket number (version 3)
 }
 
 // priceAndReserve is rows 12–13: price and stock, judged on this node's
@@ -243,7 +247,15 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 	if err != nil {
 		return pricedCart{}, nil, err
 	}
-	items, total, known, unavailable := priceCart(menu, c.Items)
+	// Version 3 brought order lines (lines.go): an older command is
+	// applied as its build did, with no options, station or ticket
+	// number, the same on a box that applied it before upgrading.
+	lines := ctx.Version >= 3
+	if field := cartOptionsField(menu, c.Items); field != "" && lines {
+		out, err := withField(p.rejected(http.StatusBadRequest, "INVALID_ORDER", 0, nil))(field)
+		return pricedCart{}, out, err
+	}
+	items, total, known, unavailable := priceCart(menu, c.Items, lines)
 	if !known {
 		return fail(http.StatusBadRequest, "INVALID_ORDER", nil)
 	}
@@ -276,7 +288,7 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 			return pricedCart{}, nil, err
 		}
 	}
-	return pricedCart{items: items, total: total}, nil, nil
+	return pricedCart{items: items, total: total, lines: lines}, nil, nil
 }
 
 // admit saves an order that passed every row: allocate the id, save,
@@ -292,12 +304,19 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 		r := c.RequestID
 		reqID = &r
 	}
+	var ticketNo int64
+	if cart.lines {
+		if ticketNo, err = nextTicketNo(ctx.DB); err != nil {
+			return nil, err
+		}
+	}
 	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.sess.TableID,
-		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID}
+		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
+		TicketNo: ticketNo, Bumped: []string{}}
 	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {
 		return nil, err
 	}
-	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total}
+	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
 	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt})
 	if c.RequestID != "" {
 		if err := tx.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {

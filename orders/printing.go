@@ -54,16 +54,25 @@ const (
 	CmdPrinterState  raftfsm.CommandType = 84
 )
 
-// defaultStation is every item's station until menu items carry one
-// (issue 16).
-const defaultStation = "kitchen"
+// defaultStation prepares the lines of items that name no station.
+const defaultStation = store.DefaultStation
 
 // stationOf is the station that prepares an order line.
-func stationOf(store.OrderItem) string { return defaultStation }
+func stationOf(it store.OrderItem) string {
+	if it.Station == "" {
+		return defaultStation
+	}
+	return it.Station
+}
 
-// ticketNumber is what a ticket shows in big type: the order id until
-// ticket numbers exist (issue 16).
-func ticketNumber(o store.Order) string { return strconv.FormatInt(o.OrderID, 10) }
+// ticketNumber is what a ticket shows in big type: the day's ticket
+// number (the order id for an order placed before ticket numbers).
+func ticketNumber(o store.Order) string {
+	if o.TicketNo > 0 {
+		return strconv.FormatInt(o.TicketNo, 10)
+	}
+	return strconv.FormatInt(o.OrderID, 10)
+}
 
 func registerPrinting(tab commandTable) {
 	register(tab, CmdPutPrinter, "orders.putPrinter", applyPutPrinter)
@@ -233,6 +242,12 @@ func queueTickets(ctx *raftfsm.ApplyContext, o store.Order, kind string) (int, e
 			l := escpos.Line{Name: it.Name, Quantity: it.Quantity}
 			for _, t := range it.Toppings {
 				l.Toppings = append(l.Toppings, t.Name)
+			}
+			for _, o := range it.Options {
+				l.Options = append(l.Options, o.Name)
+			}
+			if it.Note != nil {
+				l.Note = *it.Note
 			}
 			doc.Lines = append(doc.Lines, l)
 		}

@@ -36,6 +36,13 @@ func (s *store) addPrinter(id, addr string, receipts bool) {
 // staffOrder places an order as staff, retrying with the same key until
 // it is acknowledged (a replay answers the first order).
 func (s *store) staffOrder(t *testing.T, node int, sess session, body any) int64 {
+	id, _ := s.staffOrderTicket(t, node, sess, body)
+	return id
+}
+
+// staffOrderTicket is staffOrder with the order's ticket number (what a
+// ticket prints big), as a string.
+func (s *store) staffOrderTicket(t *testing.T, node int, sess session, body any) (int64, string) {
 	key := newKey()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -44,31 +51,40 @@ func (s *store) staffOrder(t *testing.T, node int, sess session, body any) int64
 		r := s.do(node%len(s.c.Configs), "POST", "/api/staff/orders?sessionId="+sess.ID, map[string]string{
 			"Authorization": "Bearer " + s.token, "Idempotency-Key": key}, body)
 		if r.Status == 200 {
-			var out struct{ OrderID int64 }
+			var out struct{ OrderID, TicketNo int64 }
 			r.json(t, &out)
-			return out.OrderID
+			return out.OrderID, fmt.Sprint(out.TicketNo)
 		}
 		if r.Status > 0 && r.Status < 500 && r.Status != 409 && r.Status != 429 {
 			t.Errorf("staff order: %d %s", r.Status, r.Body)
-			return 0
+			return 0, ""
 		}
 		time.Sleep(200 * time.Millisecond)
 		node++
 	}
 	t.Errorf("staff order never acknowledged")
-	return 0
+	return 0, ""
 }
 
 // TestPrintTicketDecoded: what a cook reads off the paper, decoded from
-// the byte stream; reprints are marked; the API's errors.
+// the byte stream (ticket number, table, every line with its options and
+// note, in Japanese), each printer its stations' lines only; reprints are
+// marked; the API's errors.
 func TestPrintTicketDecoded(t *testing.T) {
 	s := startStore(t, 3, nil)
 	s.seedMenu()
-	p := printertest.Start(t)
-	s.addPrinter("kitchen-1", p.Addr, false)
+	s.seedLinesMenu()
+	p, bar := printertest.Start(t), printertest.Start(t)
+	s.mustStaff(0, "PUT", "/api/staff/printers/kitchen-1", map[string]any{"addr": p.Addr, "stations": []string{"noodles", "kitchen"}, "name": "厨房"})
+	s.mustStaff(1, "PUT", "/api/staff/printers/bar", map[string]any{"addr": bar.Addr, "stations": []string{"drinks"}, "name": "ドリンク"})
 	sess := s.openSession("T7")
-	id := s.staffOrder(t, 0, sess, cart(line("ramen", 2, "egg", "nori"), line("gyoza", 1)))
-	num := fmt.Sprint(id)
+	ramen := line("ramen", 2, "egg", "nori")
+	ramen["options"] = map[string][]string{"firmness": {"firm"}, "extras": {"garlic"}}
+	ramen["note"] = "ネギ抜き"
+	id, num := s.staffOrderTicket(t, 0, sess, cart(ramen, line("gyoza", 1), line("beer", 1)))
+	if num != "1" {
+		t.Errorf("the day's first order has ticket %s, want 1", num)
+	}
 	var doc escpos.Printed
 	waitFor(t, "the ticket", 30*time.Second, func() bool {
 		orig, _, all := p.Tickets()
@@ -84,14 +100,30 @@ func TestPrintTicketDecoded(t *testing.T) {
 	if len(doc.Double) == 0 || doc.Double[0] != "No."+num {
 		t.Errorf("big line %q, want No.%s", doc.Double, num)
 	}
-	for _, want := range []string{"テーブル T7", "2 x 醤油ラーメン", "+ 味玉", "+ 海苔", "1 x 餃子"} {
+	for _, want := range []string{"テーブル T7", "2 x 醤油ラーメン", "・かため", "・にんにく", "+ 味玉", "+ 海苔", "※ ネギ抜き", "1 x 餃子"} {
 		if !doc.Has(want) {
 			t.Errorf("ticket lacks %q: %q", want, doc.Lines)
 		}
 	}
-	waitFor(t, "printer online, queue empty", 30*time.Second, func() bool {
+	if doc.Has("1 x 生ビール") {
+		t.Errorf("the noodle printer got the drinks line: %q", doc.Lines)
+	}
+	var drinks escpos.Printed
+	waitFor(t, "the drinks ticket", 30*time.Second, func() bool {
+		orig, _, all := bar.Tickets()
+		if orig[num] == 1 {
+			drinks = all[0]
+			return true
+		}
+		return false
+	})
+	if len(drinks.Double) == 0 || drinks.Double[0] != "No."+num || !drinks.Has("テーブル T7") || !drinks.Has("1 x 生ビール") ||
+		drinks.Has("2 x 醤油ラーメン") || drinks.Has("1 x 餃子") {
+		t.Errorf("drinks ticket: big %q, lines %q; want No.%s, the beer only", drinks.Double, drinks.Lines, num)
+	}
+	waitFor(t, "printers online, queues empty", 30*time.Second, func() bool {
 		ps := s.printers(0)
-		return len(ps) == 1 && ps[0].Online && ps[0].Queued == 0 && ps[0].LastError == nil
+		return len(ps) == 2 && ps[0].Online && ps[0].Queued == 0 && ps[0].LastError == nil && ps[1].Online && ps[1].Queued == 0
 	})
 
 	s.mustStaff(0, "POST", fmt.Sprintf("/api/staff/orders/%d/reprint", id), nil)
@@ -119,7 +151,7 @@ func TestPrintTicketDecoded(t *testing.T) {
 		}
 	}
 	s.mustStaff(0, "DELETE", "/api/staff/printers/kitchen-1", nil)
-	if ps := s.printers(0); len(ps) != 0 {
+	if ps := s.printers(0); len(ps) != 1 || ps[0].PrinterID != "bar" {
 		t.Errorf("after delete: %+v", ps)
 	}
 }
@@ -140,7 +172,7 @@ func TestPrintFaults(t *testing.T) {
 		} else {
 			p.SetMode(mode)
 		}
-		id := fmt.Sprint(s.staffOrder(t, 0, sess, cart(line("tea", 1))))
+		_, id := s.staffOrderTicket(t, 0, sess, cart(line("tea", 1)))
 		waitFor(t, fmt.Sprintf("mode %d: queued, offline with an error", mode), 60*time.Second, func() bool {
 			ps := s.printers(0)
 			return len(ps) == 1 && ps[0].Queued >= 1 && !ps[0].Online && ps[0].LastError != nil
@@ -192,7 +224,7 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 	}
 	const total = 150
 	var mu sync.Mutex
-	var acked []int64
+	var acked []string // ticket numbers
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for w := 0; w < 6; w++ {
@@ -200,9 +232,9 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for n := range next {
-				if id := s.staffOrder(t, n, sessions[w], cart(line("tea", 1))); id != 0 {
+				if id, ticket := s.staffOrderTicket(t, n, sessions[w], cart(line("tea", 1))); id != 0 {
 					mu.Lock()
-					acked = append(acked, id)
+					acked = append(acked, ticket)
 					mu.Unlock()
 				}
 			}
@@ -239,7 +271,7 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 	waitFor(t, "every ticket printed", 3*time.Minute, func() bool {
 		orig, cp, _ := p.Tickets()
 		for _, id := range acked {
-			if n := fmt.Sprint(id); orig[n]+cp[n] == 0 {
+			if n := id; orig[n]+cp[n] == 0 {
 				return false
 			}
 		}
@@ -248,9 +280,9 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 	orig, cp, _ := p.Tickets()
 	copies := 0
 	for _, id := range acked {
-		n := fmt.Sprint(id)
+		n := id
 		if orig[n] > 1 {
-			t.Errorf("order %s printed %d times unmarked", n, orig[n])
+			t.Errorf("ticket %s printed %d times unmarked", n, orig[n])
 		}
 		copies += cp[n]
 	}

@@ -15,18 +15,19 @@ import (
 // listed here: a stolen kitchen tablet must not reach backups, membership
 // or prices.
 var kitchenCalls = map[string]bool{
-	"GET /api/kitchen/orders":            true,
-	"GET /api/kitchen/stream":            true,
-	"POST /api/kitchen/stream-ticket":    true,
-	"PATCH /api/staff/orders/:orderId":   true, // bump, recall, cancel
-	"GET /api/staff/menu":                true,
-	"GET /api/staff/stock":               true,
-	"PUT /api/staff/menu/:menuId":        true, // sold-out toggle only: putMenu checks
-	"PUT /api/staff/stock/:sku":          true, // sold out / back only: putStock checks
-	"POST /api/staff/logout":             true,
-	"GET /api/staff/calls":               true,
-	"POST /api/staff/calls/:callId/done": true,
-	"GET /api/staff/printers":            true, // the kitchen's printer-offline banner (read only)
+	"GET /api/kitchen/orders":                true,
+	"GET /api/kitchen/stream":                true,
+	"POST /api/kitchen/stream-ticket":        true,
+	"POST /api/kitchen/orders/:orderId/bump": true,
+	"PATCH /api/staff/orders/:orderId":       true, // bump, recall, cancel
+	"GET /api/staff/menu":                    true,
+	"GET /api/staff/stock":                   true,
+	"PUT /api/staff/menu/:menuId":            true, // sold-out toggle only: putMenu checks
+	"PUT /api/staff/stock/:sku":              true, // sold out / back only: putStock checks
+	"POST /api/staff/logout":                 true,
+	"GET /api/staff/calls":                   true,
+	"POST /api/staff/calls/:callId/done":     true,
+	"GET /api/staff/printers":                true, // the kitchen's printer-offline banner (read only)
 }
 
 // roleGuard runs after the staff middleware: a kitchen token passes only

@@ -190,6 +190,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	e.GET("/api/kitchen/orders", s.kitchenOrders, s.auth.Middleware(), roleGuard)
 	e.GET("/api/kitchen/stream", s.kitchenStream, s.auth.StreamMiddleware(), roleGuard)
 	e.POST("/api/kitchen/stream-ticket", s.kitchenStreamTicket, s.auth.Middleware(), roleGuard)
+	e.POST("/api/kitchen/orders/:orderId/bump", s.bump, s.auth.Middleware(), roleGuard)
 
 	guest := e.Group("/api/guest/sessions/:id")
 	guest.GET("", s.guestSession)
@@ -251,6 +252,9 @@ func (s *Service) respond(c echo.Context, r Result) error {
 			h.Set("Idempotent-Replayed", "true")
 		}
 		return c.JSONBlob(http.StatusOK, r.Body)
+	}
+	if r.Field != "" {
+		return s.failField(c, r.Status, r.Reason, r.Field)
 	}
 	return s.fail(c, r.Status, r.Reason, time.Duration(r.RetryAfterMs)*time.Millisecond, r.SKUs)
 }

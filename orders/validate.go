@@ -56,7 +56,7 @@ func (c upsertMenuCmd) valid() bool {
 	m := c.Item
 	if !admission.ValidID(m.MenuID) || !validText(m.Name, maxNameLen, true) || !validText(m.NameEn, maxNameLen, false) ||
 		!validText(m.Category, 64, false) || m.Price < 0 || m.Price > maxPriceYen || len(m.Toppings) > 20 ||
-		m.SortOrder < -1_000_000 || m.SortOrder > 1_000_000 {
+		m.SortOrder < -1_000_000 || m.SortOrder > 1_000_000 || !validMenuLines(m) {
 		return false
 	}
 	seen := map[string]bool{}
@@ -127,7 +127,7 @@ func (c placeOrderCmd) valid() bool {
 	}
 	for _, l := range c.Items {
 		if !admission.ValidID(l.MenuID) || l.Quantity < 1 || l.Quantity > admission.MaxLines*admission.MaxQuantity ||
-			len(l.Toppings) > admission.MaxToppings {
+			len(l.Toppings) > admission.MaxToppings || !validLineExtras(l) {
 			return false
 		}
 		for _, t := range l.Toppings {

@@ -58,6 +58,10 @@ type Line struct {
 	MenuID   string   `json:"menuId"`
 	Quantity int      `json:"quantity"`
 	Toppings []string `json:"toppings"`
+	// Options and Note (lines.go) are omitted when empty, so a line
+	// without them is the same command and fingerprint as before.
+	Options map[string][]string `json:"options,omitempty"`
+	Note    string              `json:"note,omitempty"`
 }
 
 // OrderRequest is the body of a guest (or staff) order.
@@ -99,6 +103,9 @@ func DecodeOrder(body []byte) (OrderRequest, error) {
 				return req, fmt.Errorf("%w: items[%d] lists topping %s twice", ErrInvalidOrder, i, t)
 			}
 		}
+		if err := checkLineExtras(i, l); err != nil {
+			return req, err
+		}
 	}
 	if req.ExpectedTotal != nil && (*req.ExpectedTotal < 0 || *req.ExpectedTotal > MaxExpectedYen) {
 		return req, fmt.Errorf("%w: expectedTotal out of range", ErrInvalidOrder)
@@ -115,12 +122,13 @@ func Normalize(items []Line) []Line {
 		tops := append([]string(nil), l.Toppings...)
 		sort.Strings(tops)
 		tops = dedupe(tops)
-		key := l.MenuID + "\x00" + strings.Join(tops, "\x00")
+		opts, note := normalExtras(l)
+		key := l.MenuID + "\x00" + strings.Join(tops, "\x00") + extrasKey(opts, note)
 		if m, ok := merged[key]; ok {
 			m.Quantity += l.Quantity
 			continue
 		}
-		merged[key] = &Line{MenuID: l.MenuID, Quantity: l.Quantity, Toppings: tops}
+		merged[key] = &Line{MenuID: l.MenuID, Quantity: l.Quantity, Toppings: tops, Options: opts, Note: note}
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
@@ -149,7 +157,7 @@ func Fingerprint(sessionID string, normalized []Line) string {
 	h := sha256.New()
 	io.WriteString(h, sessionID)
 	for _, l := range normalized {
-		io.WriteString(h, "\n"+l.MenuID+"|"+strconv.Itoa(l.Quantity)+"|"+strings.Join(l.Toppings, ","))
+		io.WriteString(h, "\n"+l.MenuID+"|"+strconv.Itoa(l.Quantity)+"|"+strings.Join(l.Toppings, ",")+extrasKey(l.Options, l.Note))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

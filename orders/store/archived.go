@@ -19,7 +19,7 @@ func GetOrderOrArchived(q DB, id int64) (Order, bool, error) {
 // getOrderIn reads one order from table (orders or orders_archive, which
 // share orderCols).
 func getOrderIn(q DB, table string, id int64) (Order, bool, error) {
-	o, err := scanOrder(q.QueryRow(`SELECT `+orderCols+` FROM `+table+` WHERE order_id = ?`, id))
+	o, err := scanOrder(q.QueryRow(`SELECT `+orderCols+`, `+orderLineCols+` FROM `+table+` WHERE order_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}

@@ -61,7 +61,13 @@ func ListMenu(q DB) ([]MenuItem, error) {
 			items[i].Toppings = append(items[i].Toppings, t)
 		}
 	}
-	return withContent(q, items, trows.Err())
+	if err := trows.Err(); err != nil {
+		return nil, err
+	}
+	if err := menuLines(q, items); err != nil {
+		return nil, err
+	}
+	return withContent(q, items, nil)
 }
 
 func soldOut(available bool, stock map[string]int64, sku string) bool {
@@ -99,6 +105,9 @@ func GetMenuItem(q DB, menuID string) (MenuItem, bool, error) {
 	if err := rows.Err(); err != nil {
 		return m, false, err
 	}
+	if err := menuLinesOf(q, &m); err != nil {
+		return m, false, err
+	}
 	m.MenuContent, err = itemContent(q, menuID)
 	return m, err == nil, err
 }
@@ -126,7 +135,7 @@ func UpsertMenuItem(tx DB, m MenuItem) error {
 			return fmt.Errorf("link topping %s: %w", t.ToppingID, err)
 		}
 	}
-	return nil
+	return upsertMenuLines(tx, m)
 }
 
 // CatalogEmpty reports whether no menu item exists yet.
@@ -336,11 +345,16 @@ func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
 	var items string
 	var created, updated int64
 	var req, client sql.NullString
-	if err := sc.Scan(&o.OrderID, &o.Seq, &o.SessionID, &o.TableID, &o.Status, &items, &o.TotalPrice, &created, &updated, &req, &client, &o.Source); err != nil {
+	var bumped string
+	if err := sc.Scan(&o.OrderID, &o.Seq, &o.SessionID, &o.TableID, &o.Status, &items, &o.TotalPrice, &created, &updated, &req, &client, &o.Source,
+		&o.TicketNo, &bumped); err != nil {
 		return o, err
 	}
 	if err := json.Unmarshal([]byte(items), &o.Items); err != nil {
 		return o, fmt.Errorf("order %d items: %w", o.OrderID, err)
+	}
+	if err := withLineDefaults(&o, bumped); err != nil {
+		return o, err
 	}
 	o.CreatedAt, o.UpdatedAt = FormatTime(created), FormatTime(updated)
 	if req.Valid {
@@ -361,8 +375,8 @@ func InsertOrder(tx DB, o Order, createdAt int64) error {
 	if o.ClientID != "" {
 		client = o.ClientID
 	}
-	_, err = tx.Exec(`INSERT INTO orders(`+orderCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source)
+	_, err = tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo)
 	if err != nil {
 		return fmt.Errorf("insert order %d: %w", o.OrderID, err)
 	}
@@ -411,14 +425,14 @@ func queryOrders(q DB, query string, args ...any) ([]Order, error) {
 // narrows to the order placed with that key.
 func SessionOrders(q DB, sessionID string, limit int, requestID string) ([]Order, error) {
 	if requestID != "" {
-		return queryOrders(q, `SELECT `+orderCols+` FROM orders WHERE session_id = ? AND request_id = ? ORDER BY seq DESC LIMIT ?`, sessionID, requestID, limit)
+		return queryOrders(q, `SELECT `+orderCols+`, `+orderLineCols+` FROM orders WHERE session_id = ? AND request_id = ? ORDER BY seq DESC LIMIT ?`, sessionID, requestID, limit)
 	}
-	return queryOrders(q, `SELECT `+orderCols+` FROM orders WHERE session_id = ? ORDER BY seq DESC LIMIT ?`, sessionID, limit)
+	return queryOrders(q, `SELECT `+orderCols+`, `+orderLineCols+` FROM orders WHERE session_id = ? ORDER BY seq DESC LIMIT ?`, sessionID, limit)
 }
 
 // SessionOrdersOldestFirst returns every order of a session in order.
 func SessionOrdersOldestFirst(q DB, sessionID string) ([]Order, error) {
-	return queryOrders(q, `SELECT `+orderCols+` FROM orders WHERE session_id = ? ORDER BY seq`, sessionID)
+	return queryOrders(q, `SELECT `+orderCols+`, `+orderLineCols+` FROM orders WHERE session_id = ? ORDER BY seq`, sessionID)
 }
 
 // KitchenOrders returns orders in the given statuses of active sessions,
@@ -433,7 +447,7 @@ func KitchenOrders(q DB, statuses []string) ([]Order, error) {
 		args = append(args, s)
 	}
 	args = append(args, SessionActive)
-	return queryOrders(q, `SELECT `+prefixed("o.", orderCols)+` FROM orders o JOIN sessions s ON s.session_id = o.session_id
+	return queryOrders(q, `SELECT `+prefixed("o.", orderCols+", "+orderLineCols)+` FROM orders o JOIN sessions s ON s.session_id = o.session_id
 		WHERE o.status IN (`+ph+`) AND s.status = ? ORDER BY o.seq`, args...)
 }
 
@@ -595,8 +609,8 @@ func StampRetention(tx DB, now int64) error {
 // ArchiveClosed moves up to limit orders of closed sessions into the
 // archive table; at is the wall clock (display), now the FSM time.
 func ArchiveClosed(tx DB, at, now int64, limit int) (int64, error) {
-	res, err := tx.Exec(`INSERT INTO orders_archive(`+orderCols+`, archived_at, archived_fsm)
-		SELECT `+prefixed("o.", orderCols)+`, ?, ? FROM orders o JOIN sessions s ON s.session_id = o.session_id
+	res, err := tx.Exec(`INSERT INTO orders_archive(`+orderCols+`, `+orderLineCols+`, archived_at, archived_fsm)
+		SELECT `+prefixed("o.", orderCols+", "+orderLineCols)+`, ?, ? FROM orders o JOIN sessions s ON s.session_id = o.session_id
 		WHERE s.status = ? ORDER BY o.seq LIMIT ?`, at, now, SessionClosed, limit)
 	if err != nil {
 		return 0, fmt.Errorf("archive orders: %w", err)

@@ -167,8 +167,9 @@ var migrations = []string{
 		created_at INTEGER NOT NULL
 	);
 	CREATE INDEX print_jobs_printer ON print_jobs(printer_id, job_id);`,
-	// M-content (number 8 in the merge plan; renumber freely): menu
-	// content, pictures and category names (content.go).
+	// 7: order lines: stations, option groups, ticket numbers, bumps.
+	migrationLines,
+	// 8: menu content, pictures and category names (content.go).
 	contentMigration,
 }
 

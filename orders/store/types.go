@@ -41,6 +41,9 @@ type MenuItem struct {
 	Toppings  []Topping `json:"toppings"`
 
 	MenuContent // names, description, allergens, picture (content.go)
+	// Order lines (issue 16, lines.go): who prepares it, required choices.
+	Station      string        `json:"station"`
+	OptionGroups []OptionGroup `json:"optionGroups"`
 }
 
 // StockLevel is one tracked (or untracked: nil) sku.
@@ -74,6 +77,11 @@ type OrderItem struct {
 	Toppings  []ToppingRef `json:"toppings"`
 	UnitPrice int64        `json:"unitPrice"`
 	LineTotal int64        `json:"lineTotal"`
+
+	// Order lines (issue 16, lines.go).
+	Station string      `json:"station"`
+	Options []OptionRef `json:"options"`
+	Note    *string     `json:"note"`
 }
 
 // Order is the order object of API.md.
@@ -88,6 +96,10 @@ type Order struct {
 	UpdatedAt  string      `json:"updatedAt"`
 	RequestID  *string     `json:"requestId"`
 	Source     string      `json:"source"`
+	// TicketNo is the number called out, per business day (lines.go);
+	// Bumped the stations that marked their lines done.
+	TicketNo int64    `json:"ticketNo"`
+	Bumped   []string `json:"bumped"`
 
 	Seq      int64  `json:"-"`
 	ClientID string `json:"-"`

@@ -140,9 +140,11 @@ func (s *store) openSession(i int, table string) session {
 }
 
 type orderLine struct {
-	MenuID   string   `json:"menuId"`
-	Quantity int      `json:"quantity"`
-	Toppings []string `json:"toppings"`
+	MenuID   string              `json:"menuId"`
+	Quantity int                 `json:"quantity"`
+	Toppings []string            `json:"toppings"`
+	Options  map[string][]string `json:"options,omitempty"`
+	Note     string              `json:"note,omitempty"`
 }
 
 type order struct {

@@ -650,3 +650,20 @@ test('the session credential from a right PIN is sent on every later call', asyn
   const post = h.calls.find((c) => c.method === 'POST');
   assert.equal(post.headers.get('X-Session-Credential'), 'cred-abc');
 });
+
+test('options and the note are part of the cart signature, as the server fingerprints it', () => {
+  const a = [{ menuId: 'ramen', quantity: 1, toppings: [], options: { firmness: ['firm'], extras: ['spicy', 'garlic'] }, note: ' ネギ抜き ' }];
+  const b = [{ menuId: 'ramen', quantity: 1, toppings: [], options: { extras: ['garlic', 'spicy'], firmness: ['firm'], empty: [] }, note: 'ネギ抜き' }];
+  assert.equal(cartSignature(a), cartSignature(b));
+  // an order from the history carries [{groupId, optionId}] and the note
+  const fromHistory = [{ menuId: 'ramen', quantity: 1, toppings: [], note: 'ネギ抜き',
+    options: [{ groupId: 'firmness', optionId: 'firm' }, { groupId: 'extras', optionId: 'garlic' }, { groupId: 'extras', optionId: 'spicy' }] }];
+  assert.equal(cartSignature(fromHistory), cartSignature(a));
+  assert.notEqual(cartSignature([{ ...a[0], note: 'ネギ多め' }]), cartSignature(a));
+  assert.notEqual(cartSignature([{ ...a[0], options: { firmness: ['soft'] } }]), cartSignature(a));
+  // lines differing only by the note are not summed
+  assert.equal(normalizeCart([a[0], { ...a[0], note: '' }]).length, 2);
+  assert.equal(normalizeCart([a[0], b[0]])[0].quantity, 2);
+  // a line without options or note is unchanged
+  assert.deepEqual(normalizeCart([{ menuId: 'tea', quantity: 1, note: null }]), [{ menuId: 'tea', quantity: 1, toppings: [] }]);
+});

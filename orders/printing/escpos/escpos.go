@@ -39,7 +39,9 @@ type Line struct {
 	Name     string   `json:"name"`
 	Quantity int      `json:"quantity"`
 	Toppings []string `json:"toppings,omitempty"`
-	Price    int64    `json:"price,omitempty"` // line total, receipts only
+	Options  []string `json:"options,omitempty"` // chosen options' names
+	Note     string   `json:"note,omitempty"`    // the guest's note, as typed
+	Price    int64    `json:"price,omitempty"`   // line total, receipts only
 }
 
 // Doc is what a job prints: a kitchen ticket or a receipt.
@@ -97,8 +99,14 @@ func Render(d Doc, copy bool, loc *time.Location) []byte {
 			text(fmt.Sprintf("%d x %s", l.Quantity, l.Name))
 			size(0)
 		}
+		for _, o := range l.Options {
+			text("  ・" + o)
+		}
 		for _, t := range l.Toppings {
 			text("  + " + t)
+		}
+		if l.Note != "" {
+			text("  ※ " + l.Note)
 		}
 	}
 	if d.Kind == KindReceipt {

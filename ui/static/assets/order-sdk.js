@@ -92,7 +92,33 @@ export class OrderError extends Error {
 
 function cleanLine(l) {
   const toppings = Array.isArray(l && l.toppings) ? l.toppings.map(String) : [];
-  return { menuId: String(l.menuId), quantity: Number(l.quantity), toppings };
+  const out = { menuId: String(l.menuId), quantity: Number(l.quantity), toppings };
+  // Options ({group: [optionId]}, or an order's [{groupId, optionId}])
+  // and the note are part of the cart, as the server fingerprints it.
+  const options = {};
+  const raw = l && l.options;
+  if (Array.isArray(raw)) {
+    for (const o of raw) if (o && o.groupId) (options[o.groupId] = options[o.groupId] || []).push(String(o.optionId));
+  } else if (raw && typeof raw === 'object') {
+    for (const [g, ids] of Object.entries(raw)) if (Array.isArray(ids) && ids.length) options[g] = ids.map(String);
+  }
+  const groups = Object.keys(options).sort();
+  if (groups.length) {
+    out.options = {};
+    for (const g of groups) out.options[g] = [...new Set(options[g])].sort();
+  }
+  const note = typeof (l && l.note) === 'string' ? l.note.trim() : '';
+  if (note) out.note = note;
+  return out;
+}
+
+// extrasKey is a line's options and note as text ('' when none).
+function extrasKey(l) {
+  if (!l.options && !l.note) return '';
+  const opts = Object.keys(l.options || {})
+    .map((g) => g + '=' + l.options[g].join('+'))
+    .join(';');
+  return '|o:' + opts + '|n:' + JSON.stringify(l.note || '');
 }
 
 // normalizeCart is the cart as the server fingerprints it: toppings sorted,
@@ -102,7 +128,7 @@ export function normalizeCart(items) {
   for (const raw of items || []) {
     const l = cleanLine(raw);
     l.toppings.sort();
-    const k = l.menuId + '\u0000' + l.toppings.join('\u0001');
+    const k = l.menuId + '\u0000' + l.toppings.join('\u0001') + extrasKey(l);
     const prev = byKey.get(k);
     if (prev) prev.quantity += l.quantity;
     else byKey.set(k, l);
@@ -118,9 +144,11 @@ export function cartSignature(items) {
     menuId: l.menuId,
     quantity: l.quantity,
     toppings: (l.toppings || []).map((t) => (t && typeof t === 'object' ? t.toppingId : t)),
+    options: l.options,
+    note: l.note,
   }));
   return normalizeCart(lines)
-    .map((l) => l.menuId + ':' + l.quantity + ':' + l.toppings.join(','))
+    .map((l) => l.menuId + ':' + l.quantity + ':' + l.toppings.join(',') + extrasKey(l))
     .join(';');
 }
 
@@ -483,6 +511,7 @@ export function createOrderSdk(options) {
     const kind = !replay ? 'ordered' : sameRequest ? 'replayed' : 'already-ordered';
     return outcome(kind, {
       orderId: data.orderId,
+      ticketNo: data.ticketNo,
       status: data.status,
       totalPrice: data.totalPrice,
       requestId: data.requestId || sentKey,
@@ -495,6 +524,7 @@ export function createOrderSdk(options) {
     const sameRequest = normKey(order.requestId) === normKey(sentKey);
     return outcome(sameRequest ? 'replayed' : 'already-ordered', {
       orderId: order.orderId,
+      ticketNo: order.ticketNo,
       status: order.status,
       totalPrice: order.totalPrice,
       requestId: order.requestId,

@@ -187,6 +187,16 @@ export function menuBody(item, changes) {
     available: it.available !== false,
     toppings: (it.toppings || []).map((t) => ({ toppingId: String(t.toppingId), name: String(t.name || ''), price: Number(t.price) || 0 })),
     ...contentBody(it),
+    // order lines (issue 16): a save or a sold-out toggle keeps them
+    station: String(it.station || 'kitchen'),
+    optionGroups: (it.optionGroups || []).map((g) => ({
+      groupId: String(g.groupId),
+      name: String(g.name || ''),
+      nameEn: String(g.nameEn || ''),
+      min: Number(g.min) || 0,
+      max: Number(g.max) || 0,
+      options: (g.options || []).map((o) => ({ optionId: String(o.optionId), name: String(o.name || ''), nameEn: String(o.nameEn || ''), price: Number(o.price) || 0 })),
+    })),
   };
 }
 

@@ -31,6 +31,12 @@ const T = createI18n(withContentStrings({
     'guest.menu.empty': 'ただいまご注文いただけるメニューがありません。',
     'guest.sheet.qty': '数量',
     'guest.sheet.add': 'カートに追加  {price}',
+    'guest.sheet.required': '必須',
+    'guest.sheet.upTo': '{max}つまで',
+    'guest.sheet.choose': '「{group}」を選んでください',
+    'guest.sheet.note': 'ご要望（任意）',
+    'guest.sheet.notePlaceholder': '例: ネギ抜き',
+    'guest.ticket': 'お呼び出し番号',
     'guest.cart.title': 'ご注文内容の確認',
     'guest.cart.empty': 'カートは空です。',
     'guest.cart.total': '合計（税込）',
@@ -84,6 +90,12 @@ const T = createI18n(withContentStrings({
     'guest.menu.empty': 'Nothing can be ordered right now.',
     'guest.sheet.qty': 'Quantity',
     'guest.sheet.add': 'Add to cart  {price}',
+    'guest.sheet.required': 'Required',
+    'guest.sheet.upTo': 'up to {max}',
+    'guest.sheet.choose': 'Choose "{group}"',
+    'guest.sheet.note': 'Request (optional)',
+    'guest.sheet.notePlaceholder': 'e.g. no green onions',
+    'guest.ticket': 'Your number',
     'guest.cart.title': 'Check your order',
     'guest.cart.empty': 'Your cart is empty.',
     'guest.cart.total': 'Total (tax incl.)',
@@ -168,20 +180,35 @@ function saveCart() {
   renderCartCount();
 }
 
-function lineKey(menuId, toppings) {
-  return menuId + '|' + [...toppings].sort().join(',');
+// A cart line is {menuId, toppings, quantity, options?: {groupId:
+// [optionId]}, note?}: options and the note make a line different, as
+// they make the order different on the server.
+function lineKey(line) {
+  const opts = Object.keys(line.options || {})
+    .sort()
+    .map((g) => g + '=' + [...line.options[g]].sort().join('+'))
+    .join(';');
+  return line.menuId + '|' + [...line.toppings].sort().join(',') + '|' + opts + '|' + (line.note || '');
 }
 
-function addToCart(menuId, toppings, qty) {
-  const k = lineKey(menuId, toppings);
-  const same = state.cart.find((l) => lineKey(l.menuId, l.toppings) === k);
+function addToCart(menuId, toppings, qty, options, note) {
+  const line = { menuId, toppings: [...toppings].sort(), quantity: qty };
+  if (options && Object.keys(options).length) line.options = options;
+  if (note) line.note = note;
+  const k = lineKey(line);
+  const same = state.cart.find((l) => lineKey(l) === k);
   if (same) same.quantity = Math.min(99, same.quantity + qty);
-  else state.cart.push({ menuId, toppings: [...toppings].sort(), quantity: qty });
+  else state.cart.push(line);
   saveCart();
 }
 
 function cartItems() {
-  return state.cart.map((l) => ({ menuId: l.menuId, quantity: l.quantity, toppings: l.toppings.slice() }));
+  return state.cart.map((l) => {
+    const out = { menuId: l.menuId, quantity: l.quantity, toppings: l.toppings.slice() };
+    if (l.options && Object.keys(l.options).length) out.options = l.options;
+    if (l.note) out.note = l.note;
+    return out;
+  });
 }
 
 function unitPrice(line) {
@@ -193,7 +220,24 @@ function unitPrice(line) {
     if (!t) return NaN;
     p += Number(t.price);
   }
+  for (const [gid, ids] of Object.entries(line.options || {})) {
+    const g = (item.optionGroups || []).find((x) => x.groupId === gid);
+    for (const oid of ids) {
+      const o = g && g.options.find((x) => x.optionId === oid);
+      if (!o) return NaN;
+      p += Number(o.price);
+    }
+  }
   return p;
+}
+
+// missingGroup is the first required group a line has not chosen (null
+// when every choice is made).
+function missingGroup(item, options) {
+  for (const g of (item && item.optionGroups) || []) {
+    if (((options || {})[g.groupId] || []).length < g.min) return g;
+  }
+  return null;
 }
 
 function cartTotal() {
@@ -207,6 +251,7 @@ function soldOut(item) {
 function lineProblem(line) {
   const item = state.byId.get(line.menuId);
   if (soldOut(item)) return true;
+  if (missingGroup(item, line.options) || !Number.isFinite(unitPrice(line))) return true;
   return line.toppings.some((tid) => {
     const t = (item.toppings || []).find((x) => x.toppingId === tid);
     return !t || t.soldOut === true;
@@ -232,6 +277,19 @@ function toppingName(item, tid) {
   const t = item && (item.toppings || []).find((x) => x.toppingId === tid);
   if (!t) return tid;
   return localName(t, getLang());
+}
+
+function groupName(g) {
+  return getLang() === 'en' && g.nameEn ? g.nameEn : g.name;
+}
+
+// optionNames are a line's chosen options, in the menu's order.
+function optionNames(item, options) {
+  const out = [];
+  for (const g of (item && item.optionGroups) || []) {
+    for (const o of g.options) if (((options || {})[g.groupId] || []).includes(o.optionId)) out.push(groupName(o));
+  }
+  return out;
 }
 
 function categoryName(c) {
@@ -506,7 +564,7 @@ function menuCard(item) {
 function onAdd(menuId) {
   const item = state.byId.get(menuId);
   if (!item || soldOut(item)) return;
-  if ((item.toppings || []).length > 0) {
+  if ((item.toppings || []).length > 0 || (item.optionGroups || []).length > 0) {
     openSheet(item);
     return;
   }
@@ -517,7 +575,8 @@ function onAdd(menuId) {
 // ---------------------------------------------------------------- topping sheet
 
 function openSheet(item) {
-  state.sheet = { menuId: item.menuId, toppings: new Set(), qty: 1 };
+  state.sheet = { menuId: item.menuId, toppings: new Set(), qty: 1, options: {} };
+  $('#sheet-note').value = '';
   renderSheet();
   show('#topping-sheet', true);
 }
@@ -534,6 +593,7 @@ function renderSheet() {
   if (!item) return closeSheet();
   $('#sheet-title').textContent = itemName(item);
   $('#sheet-price').textContent = yen(item.price);
+  renderSheetOptions(item);
   const box = clear($('#sheet-toppings'));
   for (const t of item.toppings || []) {
     const out = t.soldOut === true;
@@ -561,11 +621,71 @@ function renderSheet() {
   renderSheetTotal();
 }
 
+// renderSheetOptions draws the item's option groups: one choice (radio)
+// or several up to max (checkboxes); a required group is marked and the
+// add button waits for it.
+function renderSheetOptions(item) {
+  const s = state.sheet;
+  const box = clear($('#sheet-options'));
+  for (const g of item.optionGroups || []) {
+    const chosen = s.options[g.groupId] || [];
+    const single = g.max === 1;
+    const missing = chosen.length < g.min;
+    box.append(
+      h(
+        'fieldset',
+        { class: ['option-group', g.min > 0 && 'is-required', missing && 'is-missing'], dataset: { groupId: g.groupId } },
+        h(
+          'legend',
+          null,
+          h('span', { text: groupName(g) }),
+          g.min > 0 ? h('span', { class: 'badge required', text: T.t('guest.sheet.required') }) : null,
+          !single ? h('span', { class: 'muted small-text', text: T.t('guest.sheet.upTo', { max: g.max }) }) : null,
+        ),
+        g.options.map((o) => {
+          const on = chosen.includes(o.optionId);
+          return h(
+            'label',
+            { class: ['topping-option', on && 'is-chosen'] },
+            h('input', {
+              type: single ? 'radio' : 'checkbox',
+              name: 'opt-' + g.groupId,
+              dataset: { groupId: g.groupId, optionId: o.optionId },
+              checked: on,
+              disabled: !single && !on && chosen.length >= g.max,
+              onchange: (ev) => chooseOption(g, o.optionId, ev.currentTarget.checked),
+            }),
+            h('span', { text: groupName(o) }),
+            h('span', { class: 'spacer' }),
+            Number(o.price) ? h('span', { class: 'muted', text: '+' + yen(o.price) }) : null,
+          );
+        }),
+      ),
+    );
+  }
+}
+
+function chooseOption(g, optionId, on) {
+  const s = state.sheet;
+  if (!s) return;
+  let ids = s.options[g.groupId] || [];
+  if (g.max === 1) ids = on ? [optionId] : [];
+  else ids = on ? [...new Set([...ids, optionId])].slice(0, g.max) : ids.filter((x) => x !== optionId);
+  if (ids.length) s.options[g.groupId] = ids;
+  else delete s.options[g.groupId];
+  renderSheetOptions(state.byId.get(s.menuId));
+  renderSheetTotal();
+}
+
 function renderSheetTotal() {
   const s = state.sheet;
   $('#sheet-qty').textContent = String(s.qty);
-  const price = unitPrice({ menuId: s.menuId, toppings: [...s.toppings] }) * s.qty;
-  $('#sheet-add').textContent = T.t('guest.sheet.add', { price: yen(price) });
+  const item = state.byId.get(s.menuId);
+  const price = unitPrice({ menuId: s.menuId, toppings: [...s.toppings], options: s.options }) * s.qty;
+  const missing = missingGroup(item, s.options);
+  const add = $('#sheet-add');
+  add.disabled = !!missing;
+  add.textContent = missing ? T.t('guest.sheet.choose', { group: groupName(missing) }) : T.t('guest.sheet.add', { price: yen(price) });
 }
 
 function bindSheet() {
@@ -585,7 +705,9 @@ function bindSheet() {
     const s = state.sheet;
     if (!s) return;
     const item = state.byId.get(s.menuId);
-    addToCart(s.menuId, [...s.toppings], s.qty);
+    if (missingGroup(item, s.options)) return;
+    const note = $('#sheet-note').value.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ').trim().slice(0, 140);
+    addToCart(s.menuId, [...s.toppings], s.qty, { ...s.options }, note);
     closeSheet();
     toast(T.t('guest.menu.added', { name: itemName(item) }), 'ok');
   });
@@ -618,7 +740,9 @@ function renderCart() {
           'div',
           { class: 'what' },
           h('div', { text: itemName(item || { name: line.menuId }) }),
+          optionNames(item, line.options).length ? h('ul', { class: 'options' }, optionNames(item, line.options).map((n) => h('li', { text: '・' + n }))) : null,
           line.toppings.length ? h('ul', { class: 'toppings' }, line.toppings.map((tid) => h('li', { text: '+ ' + toppingName(item, tid) }))) : null,
+          line.note ? h('div', { class: 'line-note', text: '※ ' + line.note }) : null,
           bad ? h('div', { class: 'small-text', text: T.t('guest.cart.unavailable') }) : null,
           h('div', { class: 'muted small-text', text: yen(price) + ' × ' + line.quantity + ' = ' + yen(price * line.quantity) }),
         ),
@@ -714,6 +838,8 @@ async function handleOutcome(r) {
   saveCart();
   $('#done-message').textContent = r.kind === 'ordered' ? T.t('guest.done.ordered') : T.t('guest.done.replayed');
   $('#done-detail').textContent = T.t('guest.done.detail', { orderId: r.orderId, total: yen(r.totalPrice) });
+  clear($('#done-ticket')).append(h('span', { class: 'label', text: T.t('guest.ticket') }), h('span', { class: 'num', text: String(r.ticketNo || '') }));
+  show('#done-ticket', !!r.ticketNo);
   showScreen('done');
   loadHistory();
   return false;
@@ -754,7 +880,8 @@ function renderHistory() {
         h(
           'div',
           { class: 'head' },
-          h('strong', { text: '#' + o.orderId }),
+          o.ticketNo ? h('span', { class: 'ticket-no', 'aria-label': T.t('guest.ticket'), text: 'No.' + o.ticketNo }) : null,
+          h('span', { class: 'muted small-text', text: '#' + o.orderId }),
           h('span', { class: 'muted small-text', text: timeOf(o.createdAt) }),
           h('span', { class: 'spacer' }),
           h('span', { class: 'status status-' + o.status, text: T.t('status.' + o.status) }),
@@ -766,7 +893,17 @@ function renderHistory() {
             const menuItem = state.byId.get(it.menuId);
             const name = menuItem ? itemName(menuItem) : it.name;
             const tops = (it.toppings || []).map((t) => (menuItem ? toppingName(menuItem, t.toppingId) : t.name));
-            return h('li', { text: name + (tops.length ? ' (+' + tops.join(', ') + ')' : '') + ' × ' + it.quantity });
+            const opts = (it.options || []).map((o) => {
+              const g = menuItem && (menuItem.optionGroups || []).find((x) => x.groupId === o.groupId);
+              const m = g && g.options.find((x) => x.optionId === o.optionId);
+              return m ? groupName(m) : o.name;
+            });
+            return h(
+              'li',
+              null,
+              h('span', { text: name + (opts.length ? '・' + opts.join('・') : '') + (tops.length ? ' (+' + tops.join(', ') + ')' : '') + ' × ' + it.quantity }),
+              it.note ? h('div', { class: 'line-note', text: '※ ' + it.note }) : null,
+            );
           }),
         ),
         h('div', { class: 'row end' }, h('strong', { text: yen(o.totalPrice) })),

@@ -46,6 +46,10 @@ const T = createI18n(withCallStrings({
     'kitchen.soldout.sellable': '販売中',
     'kitchen.soldout.out': '売り切れ',
     'kitchen.new': '新しい注文: テーブル {table}',
+    'kitchen.station': 'ステーション',
+    'kitchen.station.all': '全体',
+    'kitchen.station.done': '完了',
+    'kitchen.station.bumped': '{stations} 完了',
   },
   en: {
     'kitchen.brand': 'Kitchen',
@@ -77,6 +81,10 @@ const T = createI18n(withCallStrings({
     'kitchen.soldout.sellable': 'On sale',
     'kitchen.soldout.out': 'Sold out',
     'kitchen.new': 'New order: table {table}',
+    'kitchen.station': 'Station',
+    'kitchen.station.all': 'All',
+    'kitchen.station.done': 'Done',
+    'kitchen.station.bumped': '{stations} done',
   },
 }));
 
@@ -90,6 +98,9 @@ const SERVED_KEEP = 6;
 // a dead connection (a box that lost power or froze sends nothing).
 const SILENCE_MS = 45 * 1000;
 const SOUND_KEY = 'masterorder.kitchen.sound';
+// The station this screen serves is remembered on the device: a noodle
+// screen stays a noodle screen across reloads.
+const STATION_KEY = 'masterorder.kitchen.station';
 
 const api = createStaffApi();
 const prefs = safeStorage(globalThis.localStorage);
@@ -112,7 +123,20 @@ const state = {
   menu: [],
   stock: new Map(),
   busy: new Set(),
+  station: prefs.getItem(STATION_KEY) || '',
 };
+
+// withStation adds ?station= to a kitchen path when this screen serves one.
+function withStation(path) {
+  if (!state.station) return path;
+  return path + (path.includes('?') ? '&' : '?') + 'station=' + encodeURIComponent(state.station);
+}
+
+// openHere: an order this screen still has work on (a station's screen
+// drops an order once its station bumped it).
+function openHere(o) {
+  return OPEN.includes(o.status) && !(state.station && (o.bumped || []).includes(state.station));
+}
 
 // ---------------------------------------------------------------- connection state
 
@@ -174,6 +198,7 @@ function streamUrl(base, ticket) {
   const q = new URLSearchParams();
   q.set('ticket', ticket);
   if (state.lastId != null) q.set('lastEventId', String(state.lastId));
+  if (state.station) q.set('station', state.station);
   return base + '/api/kitchen/stream?' + q.toString();
 }
 
@@ -251,7 +276,7 @@ function streamLost() {
 async function probeThenConnect() {
   if (!api.token()) return showLogin();
   try {
-    const d = await api.get('/api/kitchen/orders');
+    const d = await api.get(withStation('/api/kitchen/orders'));
     if (state.lastId == null) {
       replaceAll((d && d.orders) || []);
       render();
@@ -298,7 +323,7 @@ function onEvent(type, ev) {
     case 'order.created':
       if (data.order) {
         upsert(data.order);
-        if (OPEN.includes(data.order.status)) {
+        if (openHere(data.order)) {
           state.fresh.add(data.order.orderId);
           beep();
           toast(T.t('kitchen.new', { table: data.order.tableId }), 'ok');
@@ -318,12 +343,12 @@ function onEvent(type, ev) {
 
 function replaceAll(orders) {
   state.orders = new Map();
-  for (const o of orders) if (OPEN.includes(o.status)) state.orders.set(o.orderId, o);
+  for (const o of orders) if (openHere(o)) state.orders.set(o.orderId, o);
 }
 
 function upsert(o) {
   state.served = state.served.filter((x) => x.orderId !== o.orderId);
-  if (OPEN.includes(o.status)) {
+  if (openHere(o)) {
     state.orders.set(o.orderId, o);
     return;
   }
@@ -369,6 +394,7 @@ function ticket(o, served) {
     h(
       'div',
       { class: 'head' },
+      o.ticketNo ? h('span', { class: 'ticket-no', text: 'No.' + o.ticketNo }) : null,
       h('span', { class: 'table', text: o.tableId }),
       h('span', { class: 'muted', text: '#' + o.orderId }),
       h('span', { class: 'status status-' + o.status, text: T.t('status.' + o.status) }),
@@ -383,11 +409,22 @@ function ticket(o, served) {
           null,
           h('span', { class: ['qty', it.quantity > 1 && 'many'], text: it.quantity + '×' }),
           h('span', { text: it.name || it.menuId }),
+          (it.options || []).length ? h('ul', { class: 'options' }, it.options.map((x) => h('li', { text: '・' + (x.name || x.optionId) }))) : null,
           (it.toppings || []).length ? h('ul', { class: 'toppings' }, it.toppings.map((t) => h('li', { text: '+ ' + (t.name || t.toppingId) }))) : null,
+          it.note ? h('div', { class: 'line-note', text: '※ ' + it.note }) : null,
         ),
       ),
     ),
-    h(
+    !state.station && (o.bumped || []).length
+      ? h('div', { class: 'muted small-text bumped', text: T.t('kitchen.station.bumped', { stations: o.bumped.join(', ') }) })
+      : null,
+    state.station && !served
+      ? h(
+          'div',
+          { class: 'actions' },
+          h('button', { type: 'button', class: 'primary', dataset: { action: 'station-bump' }, disabled: busy, text: T.t('kitchen.station.done'), onclick: () => bumpStation(o) }),
+        )
+      : h(
       'div',
       { class: 'actions' },
       back
@@ -431,6 +468,55 @@ async function setStatus(o, status) {
   }
 }
 
+// bumpStation marks this station's lines of o done; the server makes the
+// order READY once every station in it has bumped.
+async function bumpStation(o) {
+  state.busy.add(o.orderId);
+  render();
+  try {
+    const updated = await api.post('/api/kitchen/orders/' + encodeURIComponent(o.orderId) + '/bump', { station: state.station });
+    if (updated && updated.orderId != null) upsert(updated);
+  } catch (e) {
+    if (e.status !== 401) toast(e.message, 'error');
+    if (e.reasonCode === 'INVALID_TRANSITION' || e.reasonCode === 'INVALID_REQUEST') reload();
+  } finally {
+    state.busy.delete(o.orderId);
+    render();
+  }
+}
+
+// loadStations fills the station picker from the menu's stations.
+async function loadStations() {
+  let items = [];
+  try {
+    const d = await api.get('/api/staff/menu');
+    items = (d && d.items) || [];
+  } catch (_) {
+    // the picker keeps what it has; the board works without it
+  }
+  const stations = [...new Set(items.map((i) => i.station).filter(Boolean))].sort();
+  if (state.station && !stations.includes(state.station)) stations.push(state.station);
+  const sel = $('#station-select');
+  const all = sel.querySelector('option[value=""]');
+  clear(sel).append(all);
+  for (const s of stations) sel.append(h('option', { value: s, text: s }));
+  sel.value = state.station;
+}
+
+function chooseStation(s) {
+  state.station = s;
+  prefs.setItem(STATION_KEY, s);
+  // Another station's view is another stream: start from a snapshot.
+  closeStream();
+  state.lastId = null;
+  state.orders = new Map();
+  state.served = [];
+  render();
+  reload().then(() => {
+    if (api.token()) connect();
+  });
+}
+
 async function cancelOrder(o) {
   const ok = await confirmDialog(T.t('kitchen.cancel.confirm', { table: o.tableId, orderId: o.orderId }), {
     ok: T.t('kitchen.cancel.yes'),
@@ -443,7 +529,7 @@ async function cancelOrder(o) {
 
 async function reload() {
   try {
-    const d = await api.get('/api/kitchen/orders');
+    const d = await api.get(withStation('/api/kitchen/orders'));
     replaceAll((d && d.orders) || []);
     render();
   } catch (e) {
@@ -628,6 +714,7 @@ async function startBoard() {
   api.pool.refresh().catch(() => {});
   await reload();
   if (!api.token()) return;
+  loadStations();
   calls.start();
   connect();
   checkPrinters();
@@ -673,6 +760,7 @@ function start() {
   bindSound();
   renderSound();
   $('#soldout-open').addEventListener('click', openSoldOut);
+  $('#station-select').addEventListener('change', (ev) => chooseStation(ev.currentTarget.value));
   $('#soldout-close').addEventListener('click', () => show('#soldout-panel', false));
   setInterval(tick, 1000);
   setInterval(() => {

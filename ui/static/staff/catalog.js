@@ -71,6 +71,7 @@ export function createMenuPage({ api, T }) {
     $('#menu-name').value = item ? item.name || '' : '';
     $('#menu-name-en').value = item ? item.nameEn || '' : '';
     $('#menu-category').value = item ? item.category || '' : '';
+    $('#menu-station').value = item ? item.station || 'kitchen' : 'kitchen';
     $('#menu-price').value = item ? String(item.price) : '';
     $('#menu-available').checked = item ? item.available !== false : true;
     const box = clear($('#menu-toppings'));
@@ -97,7 +98,10 @@ export function createMenuPage({ api, T }) {
       if (!Number.isFinite(t.price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
       toppings.push(t);
     }
+    const before = items.find((i) => i.menuId === menuId);
     const body = menuBody({
+      station: $('#menu-station').value.trim() || 'kitchen',
+      optionGroups: (before && before.optionGroups) || [], // edited through the API
       name,
       nameEn: $('#menu-name-en').value.trim(),
       category: $('#menu-category').value.trim(),
