@@ -100,7 +100,10 @@ func TestLongLife(t *testing.T) {
 		c.Raft.LeaderLeaseTimeout.Duration = 500 * time.Millisecond
 	}
 	c := nodetest.Start(t, 3, slow, func(int) node.Options { return NodeOptions() }, func(i int, n *node.Node) {
-		s, err := Attach(n, Options{})
+		// orderstest.Domain's settings (this package cannot import it).
+		dom := Defaults()
+		dom.Staff.TokenSecret, dom.Demo = strings.Repeat("0123456789abcdef", 4), true
+		s, err := Attach(n, dom, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

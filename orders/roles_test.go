@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
+	"masterorder/orders"
 	"masterorder/orders/staffauth"
 )
 
@@ -27,12 +27,12 @@ func kitchenLogin(t *testing.T, s *store, i int) string {
 	return out.Token
 }
 
-func withKitchenPassword(t *testing.T) func(int, *node.Config) {
+func withKitchenPassword(t *testing.T) func(int, *orders.FileConfig) {
 	h, err := staffauth.HashPassword(kitchenPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(_ int, c *node.Config) { c.Staff.KitchenPasswordHash = h }
+	return func(_ int, c *orders.FileConfig) { c.Staff.KitchenPasswordHash = h }
 }
 
 // A stolen kitchen tablet: its token is tried on every staff route the
