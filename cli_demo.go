@@ -99,7 +99,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-func demoConfigs(dir, host string, port, count int) ([]node.Config, error) {
+func demoConfigs(dir, host string, port, count int) ([]orders.FileConfig, error) {
 	tlsDir := filepath.Join(dir, "tls")
 	ca, err := pki.LoadCAFiles(tlsDir)
 	if err != nil {
@@ -128,7 +128,7 @@ func demoConfigs(dir, host string, port, count int) ([]node.Config, error) {
 		id := string(rune('a' + i))
 		peers = append(peers, node.Peer{ID: id, HTTPAddr: net.JoinHostPort(host, strconv.Itoa(port+i)), RaftAddr: net.JoinHostPort(host, strconv.Itoa(port+1000+i))})
 	}
-	var cfgs []node.Config
+	var cfgs []orders.FileConfig
 	for _, p := range peers {
 		cert, key, err := ca.IssueNode(p.ID, []string{host}, 0)
 		if err != nil {
@@ -137,7 +137,7 @@ func demoConfigs(dir, host string, port, count int) ([]node.Config, error) {
 		if err := pki.WriteNodeFiles(tlsDir, p.ID, cert, key); err != nil {
 			return nil, err
 		}
-		c := node.Defaults()
+		c := orders.FileDefaults()
 		c.NodeID, c.ShopID, c.Demo = p.ID, "demo", true
 		// The demo runs on one machine over plain HTTP, staff included.
 		c.HTTP.AllowPlainStaff = true

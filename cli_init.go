@@ -16,6 +16,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/pki"
+	"masterorder/orders"
 	"masterorder/orders/staffauth"
 )
 
@@ -232,7 +233,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("write config: %w", err)
 		}
 		// Validate what we wrote, so init never leaves an unusable config.
-		if _, err := node.LoadConfig(filepath.Join(dir, n.id+".toml")); err != nil {
+		if _, err := orders.LoadConfig(filepath.Join(dir, n.id+".toml")); err != nil {
 			return fmt.Errorf("written config for %s does not load: %w", n.id, err)
 		}
 	}
@@ -275,7 +276,7 @@ func renewHTTPS(dir string, stdout io.Writer) error {
 	}
 	renewed := 0
 	for _, p := range paths {
-		c, err := node.LoadConfig(p)
+		c, err := orders.LoadConfig(p)
 		if err != nil || c.HTTPSAddr == "" {
 			continue
 		}
@@ -390,13 +391,13 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var base node.Config
+	var base orders.FileConfig
 	found := false
 	for _, p := range existing {
 		if filepath.Base(p) == nn.id+".toml" {
 			continue
 		}
-		if c, err := node.LoadConfig(p); err == nil {
+		if c, err := orders.LoadConfig(p); err == nil {
 			base, found = c, true
 			break
 		}
@@ -441,7 +442,7 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 	if err := os.WriteFile(out, append([]byte(header), b...), 0o600); err != nil {
 		return err
 	}
-	if _, err := node.LoadConfig(out); err != nil {
+	if _, err := orders.LoadConfig(out); err != nil {
 		return fmt.Errorf("written config for %s does not load: %w", nn.id, err)
 	}
 	if systemd {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
@@ -33,7 +32,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func cliStore(t *testing.T, n int) (*nodetest.Cluster, []*orders.Service) {
 	t.Helper()
 	hash := orderstest.PasswordHash(t, cliPassword)
-	st := orderstest.Start(t, n, func(_ int, c *node.Config) { c.Staff.PasswordHash = hash }, nil, orders.Options{})
+	st := orderstest.Start(t, n, func(_ int, c *orders.FileConfig) { c.Staff.PasswordHash = hash }, nil, orders.Options{})
 	return st.Cluster, st.Svcs
 }
 
@@ -44,7 +43,7 @@ func TestInitSystemdAndAddNode(t *testing.T) {
 		t.Fatalf("init --systemd: %d %s %s", code, out, errs)
 	}
 	for _, id := range []string{"a", "b"} {
-		cfg, err := node.LoadConfig(filepath.Join(dir, id+".toml"))
+		cfg, err := orders.LoadConfig(filepath.Join(dir, id+".toml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,11 +70,11 @@ func TestInitSystemdAndAddNode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init --add-node: %d %s %s", code, out, errs)
 	}
-	d, err := node.LoadConfig(filepath.Join(dir, "d.toml"))
+	d, err := orders.LoadConfig(filepath.Join(dir, "d.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := node.LoadConfig(filepath.Join(dir, "a.toml"))
+	a, _ := orders.LoadConfig(filepath.Join(dir, "a.toml"))
 	if !d.Join || len(d.Peers) != 3 || d.ClusterSecret != a.ClusterSecret || d.Staff.TokenSecret != a.Staff.TokenSecret || d.DataDir != "/var/lib/masterorder" {
 		t.Fatalf("d.toml: %+v", d)
 	}
@@ -143,8 +142,8 @@ func TestBackupRestoreCLI(t *testing.T) {
 	}
 
 	// A fresh single box from the file, with a config as init writes it.
-	cfg := nodetest.Configs(t, 1, dir)[0]
-	cfg.Staff.PasswordHash = c.Configs[0].Staff.PasswordHash
+	cfg := orders.FileConfig{NodeConfig: nodetest.Configs(t, 1, dir)[0], Config: orderstest.Domain()}
+	cfg.Staff.PasswordHash = orderstest.PasswordHash(t, cliPassword) // as cliStore's nodes
 	cfg.Demo = false
 	raw, err := toml.Marshal(cfg)
 	if err != nil {
@@ -161,7 +160,7 @@ func TestBackupRestoreCLI(t *testing.T) {
 	if code, _, errs := runCLI(t, "restore", "--in", file, "--config", cfgPath); code != 1 || !strings.Contains(errs, "fresh data_dir") {
 		t.Fatalf("restore into a used data dir: %d %s", code, errs)
 	}
-	loaded, err := node.LoadConfig(cfgPath)
+	loaded, err := orders.LoadConfig(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) error {
 	if *in == "" || *path == "" {
 		return usageError{"restore needs --in and --config"}
 	}
-	cfg, err := node.LoadConfig(*path)
+	cfg, err := orders.LoadConfig(*path)
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) error {
 	defer f.Close()
 	opts := orders.NodeOptions()
 	opts.Logger = newLogger(node.LogConfig{Level: "warn"}, stderr)
-	info, err := node.RestoreBackup(cfg, opts, f)
+	info, err := node.RestoreBackup(cfg.NodeConfig, opts, f)
 	if err != nil {
 		return fmt.Errorf("restore into %s: %w", cfg.DataDir, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"masterorder/node"
+	"masterorder/orders"
 	"masterorder/orders/staffauth"
 )
 
@@ -40,7 +40,7 @@ func cmdRotateSecrets(args []string, stdout, stderr io.Writer) error {
 	}
 	var boxes []box
 	for _, p := range paths {
-		if _, err := node.LoadConfig(p); err != nil {
+		if _, err := orders.LoadConfig(p); err != nil {
 			continue // not a box config
 		}
 		m := map[string]any{}
@@ -72,7 +72,7 @@ func cmdRotateSecrets(args []string, stdout, stderr io.Writer) error {
 		if err := os.WriteFile(b.path+".new", b.raw, 0o600); err != nil {
 			return err
 		}
-		if _, err := node.LoadConfig(b.path + ".new"); err != nil {
+		if _, err := orders.LoadConfig(b.path + ".new"); err != nil {
 			os.Remove(b.path + ".new")
 			return fmt.Errorf("rotated config %s does not load: %w", b.path, err)
 		}

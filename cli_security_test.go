@@ -17,8 +17,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"masterorder/node"
 	"masterorder/node/nodetest"
+	"masterorder/orders"
 	"masterorder/orders/staffauth"
 )
 
@@ -97,7 +97,7 @@ func TestInitHTTPSAndPasswords(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caCrt)
-	cfg, err := node.LoadConfig(filepath.Join(dir, "b.toml"))
+	cfg, err := orders.LoadConfig(filepath.Join(dir, "b.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestInitHTTPSAndPasswords(t *testing.T) {
 	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir2, "--plain-http"); code != 0 {
 		t.Fatalf("init --plain-http: %d %s %s", code, out, errs)
 	}
-	if c, err := node.LoadConfig(filepath.Join(dir2, "a.toml")); err != nil || c.HTTPSAddr != "" || !c.HTTP.AllowPlainStaff {
+	if c, err := orders.LoadConfig(filepath.Join(dir2, "a.toml")); err != nil || c.HTTPSAddr != "" || !c.HTTP.AllowPlainStaff {
 		t.Errorf("--plain-http config: %+v %v", c.HTTP, err)
 	}
 
@@ -167,7 +167,7 @@ func TestInitRenewHTTPS(t *testing.T) {
 	if len(after) == 0 || string(after) == string(before) {
 		t.Error("certificate not renewed")
 	}
-	if _, err := node.LoadConfig(filepath.Join(dir, "a.toml")); err != nil {
+	if _, err := orders.LoadConfig(filepath.Join(dir, "a.toml")); err != nil {
 		t.Error(err)
 	}
 }
@@ -197,14 +197,14 @@ func TestRotateSecrets(t *testing.T) {
 	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080,b=127.0.0.1:18081:19081", "--out", dir); code != 0 {
 		t.Fatalf("init: %d %s %s", code, out, errs)
 	}
-	before, _ := node.LoadConfig(filepath.Join(dir, "a.toml"))
+	before, _ := orders.LoadConfig(filepath.Join(dir, "a.toml"))
 	oldSecret, _ := staffauth.DecodeSecret(before.Staff.TokenSecret)
 	tok, _, _ := (&staffauth.Issuer{Secret: oldSecret}).Issue()
 	if code, out, errs := runCLI(t, "rotate-secrets", "--out", dir); code != 0 || !strings.Contains(out, "rotated") {
 		t.Fatalf("rotate-secrets: %d %s %s", code, out, errs)
 	}
-	a, errA := node.LoadConfig(filepath.Join(dir, "a.toml"))
-	b, errB := node.LoadConfig(filepath.Join(dir, "b.toml"))
+	a, errA := orders.LoadConfig(filepath.Join(dir, "a.toml"))
+	b, errB := orders.LoadConfig(filepath.Join(dir, "b.toml"))
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}

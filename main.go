@@ -15,7 +15,6 @@ import (
 
 	"masterorder/bench"
 	"masterorder/node"
-	"masterorder/orders"
 )
 
 // Set at build time: -ldflags "-X main.version=… -X main.commit=… -X main.buildDate=…".
@@ -130,54 +129,4 @@ func newLogger(cfg node.LogConfig, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-// startStore opens one node with the domain attached and starts it; ctx
-// ends a start that waits for a peer's snapshot (no usable local one).
-func startStore(ctx context.Context, cfg node.Config, log *slog.Logger, svcOpts orders.Options) (*node.Node, *orders.Service, error) {
-	opts := orders.NodeOptions()
-	opts.Logger = log
-	n, err := node.New(cfg, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	svc, err := orders.Attach(n, svcOpts)
-	if err != nil {
-		n.Stop()
-		return nil, nil, err
-	}
-	if err := n.StartContext(ctx); err != nil {
-		return nil, nil, err
-	}
-	return n, svc, nil
-}
-
-func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "", "node config file (TOML)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if *path == "" {
-		return usageError{"run needs --config node.toml"}
-	}
-	cfg, err := node.LoadConfig(*path)
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg.Log, os.Stdout)
-	n, _, err := startStore(ctx, cfg, log, orders.Options{})
-	if err != nil {
-		if ctx.Err() != nil {
-			log.Info("stopped before start completed", "error", err)
-			return nil // SIGTERM while waiting for a peer: a clean stop
-		}
-		return err
-	}
-	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version)
-	<-ctx.Done()
-	log.Info("shutting down")
-	n.Stop()
-	return nil
 }

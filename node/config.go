@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -60,23 +59,11 @@ type Config struct {
 	// HTTPSAddr serves staff and kitchen (and everything else) over TLS
 	// with this box's certificate from the cluster CA; empty = none.
 	HTTPSAddr string `toml:"https_addr"`
-	// PublicURL is the one address guests use (QR codes, guestUrl), e.g.
-	// "http://order.local:8080": a name the store's router resolves to
-	// every box, or a floating address. Empty: this box's own address.
-	PublicURL string `toml:"public_url,omitempty"`
 
-	HTTP      HTTPConfig      `toml:"http"`
-	Staff     StaffConfig     `toml:"staff"`
-	TLS       TLSConfig       `toml:"tls"`
-	Raft      RaftConfig      `toml:"raft"`
-	Admission AdmissionConfig `toml:"admission"`
-	Firestore FirestoreConfig `toml:"firestore"`
-	Retention RetentionConfig `toml:"retention"`
-	Log       LogConfig       `toml:"log"`
-	Shop      ShopConfig      `toml:"shop"`
-
-	// Demo marks an in-process demo node (relaxed staff password).
-	Demo bool `toml:"-"`
+	HTTP HTTPConfig `toml:"http"`
+	TLS  TLSConfig  `toml:"tls"`
+	Raft RaftConfig `toml:"raft"`
+	Log  LogConfig  `toml:"log"`
 }
 
 // HTTPConfig restricts the plain-HTTP listener.
@@ -86,18 +73,6 @@ type HTTPConfig struct {
 	// guest API only, so no password, token or PIN list crosses the
 	// guest Wi-Fi in clear.
 	AllowPlainStaff bool `toml:"allow_plain_staff"`
-}
-
-// StaffConfig holds staff authentication settings.
-type StaffConfig struct {
-	// PasswordHash is the manager's password (everything).
-	PasswordHash string   `toml:"password_hash"`
-	TokenSecret  string   `toml:"token_secret"`
-	TokenTTL     Duration `toml:"token_ttl"`
-	// KitchenPasswordHash is the kitchen screens' password (kitchen role:
-	// list, stream, order status, sold-out toggles); empty = no kitchen login.
-	KitchenPasswordHash string   `toml:"kitchen_password_hash"`
-	KitchenTokenTTL     Duration `toml:"kitchen_token_ttl"`
 }
 
 // TLSConfig names the cluster CA and this node's certificate.
@@ -125,47 +100,6 @@ type RaftConfig struct {
 	SnapshotInterval   Duration `toml:"snapshot_interval"`
 	TrailingLogs       uint64   `toml:"trailing_logs"`
 	MaxAppendEntries   int      `toml:"max_append_entries"`
-}
-
-// AdmissionConfig holds the guest-order admission windows.
-type AdmissionConfig struct {
-	Cooldown        Duration `toml:"cooldown"`
-	SessionBurst    Duration `toml:"session_burst"`
-	InflightTTL     Duration `toml:"inflight_ttl"`
-	PayloadWindow   Duration `toml:"payload_window"`
-	IdempotencyTTL  Duration `toml:"idempotency_ttl"`
-	CheckoutLockTTL Duration `toml:"checkout_lock_ttl"`
-}
-
-// FirestoreConfig configures cloud sync (disabled by default).
-type FirestoreConfig struct {
-	Enabled         bool   `toml:"enabled"`
-	ProjectID       string `toml:"project_id"`
-	CredentialsFile string `toml:"credentials_file"`
-	EmulatorHost    string `toml:"emulator_host"`
-	// MaxBackoff caps the wait between retries while the cloud is away.
-	MaxBackoff Duration `toml:"max_backoff"`
-}
-
-// RetentionConfig bounds what a box keeps over years.
-type RetentionConfig struct {
-	AuditDays   int `toml:"audit_days"`
-	ArchiveDays int `toml:"archive_days"`
-}
-
-// ShopConfig holds the shop's own settings.
-type ShopConfig struct {
-	// TaxRatePercent: prices are tax-inclusive; bills show the tax inside
-	// them at this rate (nil: 10).
-	TaxRatePercent *int `toml:"tax_rate_percent"`
-}
-
-// TaxRate is tax_rate_percent with its default.
-func (s ShopConfig) TaxRate() int {
-	if s.TaxRatePercent == nil {
-		return 10
-	}
-	return *s.TaxRatePercent
 }
 
 // LogConfig selects log level and format.
@@ -196,37 +130,29 @@ func Defaults() Config {
 			TrailingLogs:       10240,
 			MaxAppendEntries:   512,
 		},
-		Admission: AdmissionConfig{
-			Cooldown:        Duration{3 * time.Second},
-			SessionBurst:    Duration{1 * time.Second},
-			InflightTTL:     Duration{90 * time.Second},
-			PayloadWindow:   Duration{30 * time.Second},
-			IdempotencyTTL:  Duration{60 * time.Minute},
-			CheckoutLockTTL: Duration{15 * time.Minute},
-		},
-		Staff:     StaffConfig{TokenTTL: Duration{12 * time.Hour}, KitchenTokenTTL: Duration{18 * time.Hour}},
-		Retention: RetentionConfig{AuditDays: 90, ArchiveDays: 400},
 	}
 }
 
-// LoadConfig reads a TOML file over the defaults and validates it.
-func LoadConfig(path string) (Config, error) {
+// ReadConfigFile reads a config file; a file that cannot be read is a
+// ConfigError naming --config.
+func ReadConfigFile(path string) ([]byte, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, &ConfigError{Setting: "--config", Problem: err.Error()}
+		return nil, &ConfigError{Setting: "--config", Problem: err.Error()}
 	}
-	return ParseConfig(raw)
+	return raw, nil
 }
 
-// ParseConfig parses TOML over the defaults; unknown settings are errors.
-func ParseConfig(raw []byte) (Config, error) {
-	cfg := Defaults()
+// DecodeConfig decodes TOML into v (already holding its defaults);
+// unknown settings are errors. The domain decodes the same file into a
+// struct that embeds Config, so both parts are read in one pass.
+func DecodeConfig(raw []byte, v any) error {
 	dec := toml.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
+	if err := dec.Decode(v); err != nil {
 		var strict *toml.StrictMissingError
 		if errors.As(err, &strict) && len(strict.Errors) > 0 {
-			return Config{}, &ConfigError{Setting: strings.Join(strict.Errors[0].Key(), "."), Problem: "unknown setting"}
+			return &ConfigError{Setting: strings.Join(strict.Errors[0].Key(), "."), Problem: "unknown setting"}
 		}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
@@ -235,14 +161,18 @@ func ParseConfig(raw []byte) (Config, error) {
 				row, col := de.Position()
 				setting = fmt.Sprintf("(line %d, column %d)", row, col)
 			}
-			return Config{}, &ConfigError{Setting: setting, Problem: de.Error()}
+			return &ConfigError{Setting: setting, Problem: de.Error()}
 		}
-		return Config{}, &ConfigError{Setting: "(file)", Problem: err.Error()}
+		return &ConfigError{Setting: "(file)", Problem: err.Error()}
 	}
-	return cfg, cfg.Validate()
+	return nil
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidID reports whether s is a valid id (node, shop, peer, project):
+// [A-Za-z0-9_-]{1,64}.
+func ValidID(s string) bool { return idPattern.MatchString(s) }
 
 // Validate checks every setting and names the first bad one.
 func (c *Config) Validate() error {
@@ -268,11 +198,6 @@ func (c *Config) Validate() error {
 		}
 		if c.HTTPSAddr == c.HTTPAddr || c.HTTPSAddr == c.RaftAddr {
 			return bad("https_addr", "must be a port of its own")
-		}
-	}
-	if c.PublicURL != "" {
-		if err := checkPublicURL(c.PublicURL); err != nil {
-			return bad("public_url", err.Error())
 		}
 	}
 	if len(c.ClusterSecret) < 16 {
@@ -311,18 +236,6 @@ func (c *Config) Validate() error {
 	if !self && !c.Join {
 		return bad("peers", "does not list this node ("+c.NodeID+"); set join = true for a node that joins an existing cluster")
 	}
-	if !c.Demo && c.Staff.PasswordHash == "" {
-		return bad("staff.password_hash", "is required (masterorder init writes one)")
-	}
-	if len(c.Staff.TokenSecret) < 16 {
-		return bad("staff.token_secret", "must be at least 16 characters (masterorder init writes one)")
-	}
-	if c.Staff.TokenTTL.Duration <= 0 {
-		return bad("staff.token_ttl", "must be positive")
-	}
-	if c.Staff.KitchenTokenTTL.Duration <= 0 {
-		return bad("staff.kitchen_token_ttl", "must be positive")
-	}
 	// The raft port also carries forwarded writes: without mutual TLS any
 	// phone on the Wi-Fi could speak Raft to it. There is no plaintext mode.
 	if !c.TLS.Enabled() {
@@ -352,45 +265,6 @@ func (c *Config) Validate() error {
 	if r.MaxAppendEntries < 1 || r.MaxAppendEntries > 1024 {
 		return bad("raft.max_append_entries", "must be 1..1024")
 	}
-	a := c.Admission
-	for name, d := range map[string]time.Duration{
-		"admission.cooldown":          a.Cooldown.Duration,
-		"admission.session_burst":     a.SessionBurst.Duration,
-		"admission.inflight_ttl":      a.InflightTTL.Duration,
-		"admission.payload_window":    a.PayloadWindow.Duration,
-		"admission.idempotency_ttl":   a.IdempotencyTTL.Duration,
-		"admission.checkout_lock_ttl": a.CheckoutLockTTL.Duration,
-	} {
-		if d < 0 {
-			return bad(name, "must not be negative")
-		}
-	}
-	if a.IdempotencyTTL.Duration <= 0 {
-		return bad("admission.idempotency_ttl", "must be positive")
-	}
-	if a.CheckoutLockTTL.Duration <= 0 {
-		// A lock without a TTL would never lapse by itself.
-		return bad("admission.checkout_lock_ttl", "must be positive")
-	}
-	if r := c.Shop.TaxRate(); r < 0 || r > 100 {
-		return bad("shop.tax_rate_percent", "must be 0..100")
-	}
-	if c.Firestore.Enabled {
-		if c.Firestore.ProjectID != "" && !idPattern.MatchString(c.Firestore.ProjectID) {
-			return bad("firestore.project_id", "must match [A-Za-z0-9_-]{1,64} (empty: taken from the credentials file)")
-		}
-		if c.Firestore.EmulatorHost == "" && c.Firestore.CredentialsFile == "" {
-			return bad("firestore.credentials_file", "is required when firestore.enabled (or set emulator_host)")
-		}
-		if c.Firestore.EmulatorHost != "" {
-			if err := checkHostPort(c.Firestore.EmulatorHost); err != nil {
-				return bad("firestore.emulator_host", err.Error())
-			}
-		}
-	}
-	if c.Retention.AuditDays < 0 || c.Retention.ArchiveDays < 0 {
-		return bad("retention", "days must not be negative")
-	}
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -416,6 +290,9 @@ func placeholderSecret(s string) bool {
 	return false
 }
 
+// CheckHostPort checks a HOST:PORT setting (the domain's settings too).
+func CheckHostPort(s string) error { return checkHostPort(s) }
+
 func checkHostPort(s string) error {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
@@ -436,17 +313,4 @@ func (c *Config) PeerHTTP(id string) string {
 		}
 	}
 	return ""
-}
-
-// checkPublicURL accepts http(s)://host[:port] with nothing after it (a
-// trailing slash aside): the apps' paths are appended to it.
-func checkPublicURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return errors.New(`must be an address like "http://order.local:8080"`)
-	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return errors.New("must be only scheme, host and port (no path, query or user)")
-	}
-	return nil
 }

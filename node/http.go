@@ -211,15 +211,25 @@ func (n *Node) peerOrigins() []string {
 	return out
 }
 
+// AllowOrigin lets pages loaded from origin (scheme://host[:port]) call
+// this box: the domain adds the store's one public address, through which
+// pages are loaded and which then call the boxes directly on failover.
+func (n *Node) AllowOrigin(origin string) {
+	n.extrasMu.Lock()
+	defer n.extrasMu.Unlock()
+	n.origins = append(n.origins, strings.TrimSuffix(origin, "/"))
+}
+
+func (n *Node) allowedOrigin(origin string) bool {
+	n.extrasMu.Lock()
+	defer n.extrasMu.Unlock()
+	return slices.Contains(n.origins, origin)
+}
+
 // cors lets the web apps served by one box call the others (order-sdk.js
 // retries on another node; the kitchen screen fails over).
 func (n *Node) cors() echo.MiddlewareFunc {
 	var origins []string
-	if u := n.cfg.PublicURL; u != "" {
-		// Pages loaded through the store's one address call the boxes
-		// directly when it fails over.
-		origins = append(origins, strings.TrimSuffix(u, "/"))
-	}
 	for _, p := range n.cfg.Peers {
 		origins = append(origins, "http://"+p.HTTPAddr)
 		if p.HTTPSAddr != "" {
@@ -232,7 +242,7 @@ func (n *Node) cors() echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		// Configured peers, and members added later (membership.go).
 		AllowOriginFunc: func(origin string) (bool, error) {
-			return slices.Contains(origins, origin) || n.memberOrigin(origin), nil
+			return slices.Contains(origins, origin) || n.memberOrigin(origin) || n.allowedOrigin(origin), nil
 		},
 		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-Session-Credential", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},

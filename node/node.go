@@ -87,6 +87,7 @@ type Node struct {
 	extrasMu   sync.Mutex
 	statusFns  []func(*Status)
 	staffCheck func(r *http.Request) bool
+	origins    []string // CORS origins the domain added (AllowOrigin)
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
+	"masterorder/orders"
 )
 
 // As a box on the store floor: every snapshot of a follower torn, its
@@ -60,10 +60,13 @@ func TestProcessNoUsableSnapshotWaitsThenRebuilds(t *testing.T) {
 	// Let the follower's snapshots settle, then the breaker trips.
 	time.Sleep(500 * time.Millisecond)
 	pc.killAll()
-	cfg, err := node.LoadConfig(filepath.Join(pc.dir, follower+".toml"))
+	// The box's whole file (node and domain settings); the node's part
+	// names the files to ruin.
+	file, err := orders.LoadConfig(filepath.Join(pc.dir, follower+".toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := file.NodeConfig
 	names := ruinSnapshots(t, cfg)
 
 	pc.start(follower)

@@ -15,12 +15,18 @@ func NodeOptions() node.Options {
 	return node.Options{Register: Register, Migrate: store.Migrate}
 }
 
-// Attach builds the service on n, registers its routes and leader-only
-// workers. Call it after node.New and before Start.
-func Attach(n *node.Node, opts Options) (*Service, error) {
-	s, err := New(n, opts)
+// Attach builds the service on n with the domain's settings cfg,
+// registers its routes and leader-only workers. Call it after node.New
+// and before Start.
+func Attach(n *node.Node, cfg Config, opts Options) (*Service, error) {
+	s, err := New(n, cfg, opts)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.PublicURL != "" {
+		// Pages loaded through the store's one address call the boxes
+		// directly when it fails over.
+		n.AllowOrigin(cfg.PublicURL)
 	}
 	if err := s.startCloudSync(n); err != nil {
 		return nil, err

@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
 	"masterorder/orders"
 	"masterorder/raftfsm"
 )
@@ -226,7 +225,7 @@ func (s *store) backupOnce(t *testing.T, i int) ([]byte, uint64) {
 // at the index the server claimed, with exactly the orders whose
 // order.created event (id = Raft index) is at or below that index.
 func TestBackupUnderGuestStormRestoresAtItsIndex(t *testing.T) {
-	s := startStore(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 })
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) { c.Admission.SessionBurst.Duration = 0 })
 	s.seedMenu()
 	k := followKitchen(t, s, 0)
 	storm := newGuestStorm(s, 64, 2)
@@ -371,7 +370,7 @@ func fill20MB(t *testing.T, s *store) {
 //
 //	go test -run TestStalledBackupReaderSlowsNothing -v ./orders/
 func TestStalledBackupReaderSlowsNothing(t *testing.T) {
-	s := startStore(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 })
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) { c.Admission.SessionBurst.Duration = 0 })
 	s.seedMenu()
 	fill20MB(t, s)
 	guests := 16

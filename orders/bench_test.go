@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
+	"masterorder/orders"
 )
 
 // BenchmarkGuestOrders: whole guest orders (HTTP, validation, one Raft
@@ -24,7 +24,7 @@ func BenchmarkGuestOrders(b *testing.B) {
 		b.Run(fmt.Sprintf("guests=%d", conc), func(b *testing.B) {
 			// Many tables, each visited by one worker in turn, and a 100 ms
 			// burst window: a table then never sees two orders at once.
-			s := startStore(b, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 100 * time.Millisecond })
+			s := startStore(b, 3, func(_ int, c *orders.FileConfig) { c.Admission.SessionBurst.Duration = 100 * time.Millisecond })
 			s.seedMenu()
 			s.mustStaff(0, "PUT", "/api/staff/stock/gyoza", map[string]any{"quantity": nil})
 			const perWorker = 8

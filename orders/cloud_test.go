@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"masterorder/node"
+	"masterorder/orders"
 	"masterorder/orders/cloudsync/emulatortest"
 )
 
@@ -84,8 +85,8 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // removes the session's orders from the active collection.
 func TestCloudSyncWithEmulator(t *testing.T) {
 	emu := emulatortest.New(t)
-	s := startStore(t, 3, func(_ int, c *node.Config) {
-		c.Firestore = node.FirestoreConfig{Enabled: true, ProjectID: cloudProject, EmulatorHost: emu.HostPort(), MaxBackoff: node.Duration{Duration: 500 * time.Millisecond}}
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) {
+		c.Firestore = orders.FirestoreConfig{Enabled: true, ProjectID: cloudProject, EmulatorHost: emu.HostPort(), MaxBackoff: node.Duration{Duration: 500 * time.Millisecond}}
 	})
 	s.seedMenu()
 	shop := s.c.Configs[0].ShopID

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"masterorder/node"
+	"masterorder/orders"
 	"masterorder/orders/menuimage"
 )
 
@@ -201,7 +202,7 @@ func (s *store) fetchImage(i int, url string) resp {
 // by every box, after a snapshot install on a box that was away and after
 // every box restarted.
 func TestMenuImagesReplicatedThroughSnapshotsAndRestarts(t *testing.T) {
-	s := startStore(t, 3, func(_ int, c *node.Config) {
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) {
 		c.Raft.SnapshotThreshold = 64
 		c.Raft.TrailingLogs = 32
 		c.Raft.SnapshotInterval = node.Duration{Duration: 100 * time.Millisecond}

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
+	"masterorder/orders"
 )
 
 // fastWindows shortens cooldown and burst so many orders fit in a test.
-func fastWindows(_ int, c *node.Config) {
+func fastWindows(_ int, c *orders.FileConfig) {
 	c.Admission.Cooldown.Duration = 150 * time.Millisecond
 	c.Admission.SessionBurst.Duration = 50 * time.Millisecond
 }

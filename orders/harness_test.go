@@ -19,14 +19,15 @@ func passwordHash(t testing.TB) string { return orderstest.PasswordHash(t, staff
 
 // store is a running 3-node cluster with the domain attached.
 type store struct {
-	t     testing.TB
-	c     *nodetest.Cluster
-	svcs  []*orders.Service
-	token string
-	http  *http.Client
+	t      testing.TB
+	c      *nodetest.Cluster
+	domain []orders.Config // node i's domain settings (c.Configs[i] its node's)
+	svcs   []*orders.Service
+	token  string
+	http   *http.Client
 }
 
-func startStore(t testing.TB, n int, mutate func(i int, c *node.Config), tune ...func(o *node.Options)) *store {
+func startStore(t testing.TB, n int, mutate func(i int, c *orders.FileConfig), tune ...func(o *node.Options)) *store {
 	t.Helper()
 	return startStoreWith(t, n, mutate, func(int) node.Options {
 		o := orders.NodeOptions()
@@ -39,10 +40,10 @@ func startStore(t testing.TB, n int, mutate func(i int, c *node.Config), tune ..
 
 // startStoreWith starts the store with each node's options chosen by the
 // test (extra test-only commands, say).
-func startStoreWith(t testing.TB, n int, mutate func(i int, c *node.Config), options func(i int) node.Options) *store {
+func startStoreWith(t testing.TB, n int, mutate func(i int, c *orders.FileConfig), options func(i int) node.Options) *store {
 	t.Helper()
 	st := orderstest.Start(t, n, mutate, options, orders.Options{StaffPasswordHash: passwordHash(t)})
-	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	s := &store{t: t, c: st.Cluster, domain: st.Domain, svcs: st.Svcs, http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	s.token = s.login(0)
 	return s
 }

@@ -22,6 +22,7 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/node/pki"
+	"masterorder/orders"
 )
 
 // A phone on the store Wi-Fi sends hundreds of malformed, oversized and
@@ -34,7 +35,7 @@ import (
 
 // hostileTLS gives the cluster mutual TLS on the Raft port, so forwarded
 // writes take the real internal channel.
-func hostileTLS(t *testing.T) func(int, *node.Config) {
+func hostileTLS(t *testing.T) func(int, *orders.FileConfig) {
 	dir := t.TempDir()
 	ca, err := pki.NewCA("hostile test cluster", 0)
 	if err != nil {
@@ -57,7 +58,7 @@ func hostileTLS(t *testing.T) func(int, *node.Config) {
 	for _, id := range []string{"a", "b", "c"} {
 		https[id] = fmt.Sprintf("127.0.0.1:%d", nodetest.FreePort(t))
 	}
-	return func(_ int, c *node.Config) {
+	return func(_ int, c *orders.FileConfig) {
 		c.TLS = node.TLSConfig{CAFile: pki.CAFile(dir), CertFile: pki.NodeCertFile(dir, c.NodeID), KeyFile: pki.NodeKeyFile(dir, c.NodeID)}
 		c.HTTPSAddr = https[c.NodeID]
 		for j := range c.Peers {

@@ -13,6 +13,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
+	"masterorder/orders"
 )
 
 // A phone on the guest Wi-Fi sniffing plain HTTP: with https_addr set and
@@ -23,7 +24,7 @@ import (
 // cookies are Secure and HSTS is sent.
 func TestPlainHTTPServesGuestsOnly(t *testing.T) {
 	httpsPorts := map[string]int{}
-	s := startStore(t, 3, func(i int, c *node.Config) {
+	s := startStore(t, 3, func(i int, c *orders.FileConfig) {
 		httpsPorts[c.NodeID] = nodetest.FreePort(t)
 	})
 	// startStore logged in over plain HTTP; restart the nodes with the

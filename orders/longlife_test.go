@@ -100,7 +100,10 @@ func TestLongLife(t *testing.T) {
 		c.Raft.LeaderLeaseTimeout.Duration = 500 * time.Millisecond
 	}
 	c := nodetest.Start(t, 3, slow, func(int) node.Options { return NodeOptions() }, func(i int, n *node.Node) {
-		s, err := Attach(n, Options{})
+		// orderstest.Domain's settings (this package cannot import it).
+		dom := Defaults()
+		dom.Staff.TokenSecret, dom.Demo = strings.Repeat("0123456789abcdef", 4), true
+		s, err := Attach(n, dom, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +153,7 @@ func TestLongLife(t *testing.T) {
 			for placed.Load() < int64(total) {
 				id := newSessionID()
 				if err := again(func() error {
-					_, err := svc.apply(ctx, CmdOpenSession, openSessionCmd{SessionID: id, TableID: fmt.Sprintf("T%d", w), PIN: "1234"})
+					_, err := refused(svc.propose(ctx, CmdOpenSession, openSessionCmd{SessionID: id, TableID: fmt.Sprintf("T%d", w), PIN: "1234"}, false))
 					return err
 				}, "SESSION_EXISTS"); err != nil {
 					errs <- err
@@ -188,7 +191,7 @@ func TestLongLife(t *testing.T) {
 					mu.Unlock()
 				}
 				if err := again(func() error {
-					_, err := svc.apply(ctx, CmdCheckout, checkoutCmd{SessionID: id, Node: "a"})
+					_, err := refused(svc.propose(ctx, CmdCheckout, checkoutCmd{SessionID: id, Node: "a"}, false))
 					return err
 				}, "SESSION_CLOSED"); err != nil {
 					errs <- err
@@ -220,7 +223,7 @@ func TestLongLife(t *testing.T) {
 	}
 	// Housekeeping until every closed session's orders are archived.
 	for {
-		r, err := svc.apply(ctx, CmdHousekeeping, housekeepingCmd{Limit: 10000})
+		r, err := refused(svc.propose(ctx, CmdHousekeeping, housekeepingCmd{Limit: 10000}, false))
 		if err != nil {
 			t.Fatal(err)
 		}

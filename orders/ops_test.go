@@ -167,7 +167,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	if _, err := node.RestoreBackup(cfg, orders.NodeOptions(), bytes.NewReader(backup)); err == nil {
 		t.Fatal("a second restore into the same data dir was accepted")
 	}
-	st := orderstest.StartConfigs(t, []node.Config{cfg}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
+	st := orderstest.StartConfigs(t, []orders.FileConfig{{NodeConfig: cfg, Config: orderstest.Domain()}}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
 	one := &store{t: t, c: st.Cluster, svcs: st.Svcs, http: s.http}
 	restored := one.c.Nodes[0]
 	if got := tables(t, restored); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -227,7 +227,7 @@ func metric(t *testing.T, text, series string) float64 {
 }
 
 func TestMetrics(t *testing.T) {
-	s := startStore(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 })
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) { c.Admission.SessionBurst.Duration = 0 })
 	s.seedMenu()
 	_, f := s.c.Follower()
 	fi := 0
@@ -349,7 +349,7 @@ func TestHousekeepingArchivesAndPrunes(t *testing.T) {
 	for i := range offset {
 		offset[i].Store(int64(-50 * 365 * 24 * time.Hour))
 	}
-	st := orderstest.Start(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 }, func(i int) node.Options {
+	st := orderstest.Start(t, 3, func(_ int, c *orders.FileConfig) { c.Admission.SessionBurst.Duration = 0 }, func(i int) node.Options {
 		o := orders.NodeOptions()
 		o.WallClock = func() time.Time { return time.Now().Add(time.Duration(offset[i].Load())) }
 		return o

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"masterorder/node"
+	"masterorder/orders"
 )
 
 // With public_url set, the table's guestUrl (and so its QR code) is the
@@ -12,7 +12,7 @@ import (
 // the boxes directly (CORS) when they fail over.
 func TestGuestURLUsesPublicURL(t *testing.T) {
 	const public = "http://order.test:8080"
-	s := startStore(t, 3, func(_ int, c *node.Config) { c.PublicURL = public + "/" })
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) { c.PublicURL = public + "/" })
 	for i := range s.c.Nodes {
 		var out struct {
 			SessionID, GuestURL string

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
+	"masterorder/orders"
 )
 
 type reportView struct {
@@ -42,7 +42,7 @@ func today() string { return time.Now().Local().Add(-5 * time.Hour).Format("2006
 // orders, leave cancelled orders out (counted apart), agree on every
 // node, and the CSV (BOM, header) sums to the JSON.
 func TestDayCloseAndSalesReports(t *testing.T) {
-	s := startStore(t, 3, func(_ int, c *node.Config) {
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) {
 		c.Admission.SessionBurst.Duration = 0
 		c.Admission.Cooldown.Duration = 0
 	})

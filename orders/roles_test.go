@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
+	"masterorder/orders"
 	"masterorder/orders/orderstest"
 )
 
@@ -27,9 +27,9 @@ func kitchenLogin(t *testing.T, s *store, i int) string {
 	return out.Token
 }
 
-func withKitchenPassword(t *testing.T) func(int, *node.Config) {
+func withKitchenPassword(t *testing.T) func(int, *orders.FileConfig) {
 	h := orderstest.PasswordHash(t, kitchenPassword)
-	return func(_ int, c *node.Config) { c.Staff.KitchenPasswordHash = h }
+	return func(_ int, c *orders.FileConfig) { c.Staff.KitchenPasswordHash = h }
 }
 
 // A stolen kitchen tablet: its token is tried on every staff route the

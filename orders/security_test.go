@@ -41,7 +41,7 @@ var secStaffCalls = []struct{ method, path, body string }{
 
 func secIssuer(t *testing.T, s *store, now func() time.Time, ttl time.Duration) *staffauth.Issuer {
 	t.Helper()
-	secret, err := staffauth.DecodeSecret(s.c.Configs[0].Staff.TokenSecret)
+	secret, err := staffauth.DecodeSecret(s.domain[0].Staff.TokenSecret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ var _ box = (*node.Node)(nil)
 // Service serves the domain's HTTP API on one node.
 type Service struct {
 	node    box
-	cfg     node.Config
+	cfg     FileConfig // the node's settings and the domain's
 	hub     *stream.Hub
 	auth    *staffauth.Auth
 	limiter *staffauth.LoginLimiter
@@ -96,9 +96,13 @@ type Options struct {
 	StaffPasswordHash string
 }
 
-// New builds the service for n and hooks its event hub to the FSM.
-func New(n *node.Node, opts Options) (*Service, error) {
-	cfg := n.Config()
+// New builds the service for n with the domain's settings cfg and hooks
+// its event hub to the FSM.
+func New(n *node.Node, dom Config, opts Options) (*Service, error) {
+	if err := dom.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := FileConfig{n.Config(), dom}
 	secret, err := staffauth.DecodeSecret(cfg.Staff.TokenSecret)
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node"
+	"masterorder/orders"
 )
 
 func TestStaffChangeThroughFollowerReadableEverywhere(t *testing.T) {
@@ -42,7 +42,7 @@ func TestStaffChangeThroughFollowerReadableEverywhere(t *testing.T) {
 }
 
 func TestRestartAndSnapshotRebuildKeepIdenticalSQLite(t *testing.T) {
-	s := startStore(t, 3, func(_ int, c *node.Config) {
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) {
 		c.Raft.SnapshotThreshold = 64
 		c.Raft.TrailingLogs = 16
 		c.Raft.SnapshotInterval.Duration = 200 * time.Millisecond

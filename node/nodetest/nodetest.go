@@ -116,8 +116,6 @@ func Configs(t testing.TB, n int, dir string) []node.Config {
 		c.DataDir = filepath.Join(dir, "data-"+p.ID)
 		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
 		c.ClusterSecret = "test-cluster-secret-0123456789"
-		c.Staff.TokenSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-		c.Demo = true
 		// Tests talk to staff endpoints over plain HTTP, as the demo does;
 		// HTTPS tests turn this off and set https_addr.
 		c.HTTP.AllowPlainStaff = true

@@ -19,26 +19,52 @@ import (
 // Store is a running cluster with an orders.Service on every node.
 type Store struct {
 	*nodetest.Cluster
+	// Domain[i] is node i's domain settings (Configs[i] its node's); a
+	// restart of node i attaches with them again.
+	Domain []orders.Config
 	// Svcs[i] is node i's service; a restart of node i replaces it.
 	Svcs []*orders.Service
 }
 
+// Domain is the domain settings the test nodes start with: a fixed token
+// secret, and the demo's relaxed staff password.
+func Domain() orders.Config {
+	c := orders.Defaults()
+	c.Staff.TokenSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	c.Demo = true
+	return c
+}
+
 // Start starts n nodes with the domain attached (opts on every node) and
-// waits for a ready leader; they are stopped when the test ends. options
-// nil means orders.NodeOptions(); a test that adds test-only commands or
-// clocks starts from orders.NodeOptions() itself.
-func Start(t testing.TB, n int, mutate func(i int, c *node.Config), options func(i int) node.Options, opts orders.Options) *Store {
+// waits for a ready leader; they are stopped when the test ends. mutate
+// changes node i's whole config file (node and domain settings alike);
+// options nil means orders.NodeOptions(); a test that adds test-only
+// commands or clocks starts from orders.NodeOptions() itself.
+func Start(t testing.TB, n int, mutate func(i int, c *orders.FileConfig), options func(i int) node.Options, opts orders.Options) *Store {
 	t.Helper()
-	s := &Store{Svcs: make([]*orders.Service, n)}
-	s.Cluster = nodetest.Start(t, n, mutate, withDomain(options), s.attach(t, opts))
+	s := &Store{Domain: make([]orders.Config, n), Svcs: make([]*orders.Service, n)}
+	// nodetest builds the node part (again on each fresh-ports attempt);
+	// the domain part is added here and the file mutated as one.
+	split := func(i int, c *node.Config) {
+		f := orders.FileConfig{NodeConfig: *c, Config: Domain()}
+		if mutate != nil {
+			mutate(i, &f)
+		}
+		*c, s.Domain[i] = f.NodeConfig, f.Config
+	}
+	s.Cluster = nodetest.Start(t, n, split, withDomain(options), s.attach(t, opts))
 	return s
 }
 
 // StartConfigs is Start on configs built by the test (a restored box).
-func StartConfigs(t testing.TB, cfgs []node.Config, options func(i int) node.Options, opts orders.Options) *Store {
+func StartConfigs(t testing.TB, cfgs []orders.FileConfig, options func(i int) node.Options, opts orders.Options) *Store {
 	t.Helper()
-	s := &Store{Svcs: make([]*orders.Service, len(cfgs))}
-	s.Cluster = nodetest.StartConfigs(t, cfgs, withDomain(options), s.attach(t, opts))
+	s := &Store{Domain: make([]orders.Config, len(cfgs)), Svcs: make([]*orders.Service, len(cfgs))}
+	nodes := make([]node.Config, len(cfgs))
+	for i, f := range cfgs {
+		nodes[i], s.Domain[i] = f.NodeConfig, f.Config
+	}
+	s.Cluster = nodetest.StartConfigs(t, nodes, withDomain(options), s.attach(t, opts))
 	return s
 }
 
@@ -52,7 +78,7 @@ func withDomain(options func(i int) node.Options) func(i int) node.Options {
 // attach runs on every (re)start of a node, after New and before Start.
 func (s *Store) attach(t testing.TB, opts orders.Options) func(i int, nd *node.Node) {
 	return func(i int, nd *node.Node) {
-		svc, err := orders.Attach(nd, opts)
+		svc, err := orders.Attach(nd, s.Domain[i], opts)
 		if err != nil {
 			t.Fatalf("attach node %d: %v", i, err)
 		}

@@ -1,10 +1,12 @@
-package node
+package orders
 
 import (
 	"errors"
 	"os"
 	"strings"
 	"testing"
+
+	"masterorder/node"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -74,7 +76,7 @@ func TestBadConfigNamesTheSetting(t *testing.T) {
 	}
 	for setting, raw := range cases {
 		_, err := ParseConfig([]byte(raw))
-		var ce *ConfigError
+		var ce *node.ConfigError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Setting, strings.TrimSpace(setting)) {
 			t.Errorf("%s: got %v", setting, err)
 		}
@@ -91,7 +93,7 @@ func TestZeroCheckoutLockTTLAndBadTaxRateRefused(t *testing.T) {
 		"shop.tax_rate_percent":       base + "[shop]\ntax_rate_percent = 101\n",
 	} {
 		_, err := ParseConfig([]byte(raw))
-		var ce *ConfigError
+		var ce *node.ConfigError
 		if !errors.As(err, &ce) || ce.Setting != setting {
 			t.Errorf("%s: got %v, want a ConfigError naming it", setting, err)
 		}

@@ -1,4 +1,4 @@
-package node
+package orders
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"masterorder/node"
 )
 
 const fuzzBaseConfig = `node_id = "a"
@@ -40,7 +42,7 @@ level = "info"
 `
 
 // FuzzParseConfig: ParseConfig never panics; it either returns a
-// *ConfigError naming a setting, or a config that validates and that
+// *node.ConfigError naming a setting, or a config that validates and that
 // survives a write and re-read unchanged (what `init` writes is what
 // `run` reads). Seeds: testdata/fuzz and the cases below.
 func FuzzParseConfig(f *testing.F) {
@@ -59,7 +61,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		cfg, err := ParseConfig([]byte(raw))
 		if err != nil {
-			var ce *ConfigError
+			var ce *node.ConfigError
 			if !errors.As(err, &ce) || ce.Setting == "" {
 				t.Fatalf("error without a setting name: %v", err)
 			}

@@ -1,8 +1,10 @@
-package node
+package orders
 
 import (
 	"errors"
 	"testing"
+
+	"masterorder/node"
 )
 
 // public_url is scheme, host and optional port, nothing else: the apps'
@@ -17,7 +19,7 @@ func TestPublicURLSetting(t *testing.T) {
 	}
 	for _, bad := range []string{"order.local:8080", "ftp://order.local", "http://", "http://order.local/guest", "http://a@order.local", "http://order.local?x=1"} {
 		_, err := ParseConfig([]byte(`public_url = "` + bad + `"` + "\n" + base))
-		var ce *ConfigError
+		var ce *node.ConfigError
 		if !errors.As(err, &ce) || ce.Setting != "public_url" {
 			t.Errorf("%s: got %v", bad, err)
 		}
