@@ -247,7 +247,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 	if cache, err := raft.NewLogCache(1024, store); err == nil {
 		logs = cache
 	}
-	r, err := raft.NewRaft(rc, meteredFSM{f: n.fsm, m: n.metrics}, logs, store, snaps, n.trans)
+	r, err := raft.NewRaft(rc, meteredFSM{f: n.fsm, m: n.metrics}, logs, store, snaps, unpipelined{n.trans})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -503,3 +503,17 @@ func trimNL(b []byte) []byte {
 
 // WallClock is this box's wall clock (never for anything replicated).
 func (n *Node) WallClock() time.Time { return n.opts.WallClock() }
+
+// unpipelined is the Raft transport with pipelined replication turned
+// off. hashicorp/raft's pipeline can deadlock when a follower answers
+// Success=false (a log mismatch after a crash, a stale term): the decoder
+// stops reading while the sender parks on the in-flight channel, and the
+// pipeline's Close is deferred in the parked goroutine. The follower then
+// gets heartbeats but no entries, and Raft's Shutdown waits forever (seen
+// as Node.Stop hanging in the node and orders suites). Plain replication
+// sends one AppendEntries at a time per follower; commands are batched.
+type unpipelined struct{ *raft.NetworkTransport }
+
+func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
