@@ -84,6 +84,11 @@ type NodeUsage struct {
 	// layer) during the measured window; -1 when unknown.
 	WrittenBytes         int64   `json:"writtenBytes"`
 	WrittenBytesPerOrder float64 `json:"writtenBytesPerOrder"`
+	// CPUSeconds is user + system time during the window (/proc/PID/stat;
+	// -1 unknown), CPUMsPerOrder the same per order: on a shared machine
+	// the steadiest figure of what an order costs.
+	CPUSeconds    float64 `json:"cpuSeconds"`
+	CPUMsPerOrder float64 `json:"cpuMsPerOrder"`
 }
 
 // OK reports whether the run saw nothing wrong: no order id answered to
@@ -438,7 +443,11 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 		if n.WrittenBytes >= 0 {
 			written = fmt.Sprintf("%.1f MiB, %.0f B/order", float64(n.WrittenBytes)/(1<<20), n.WrittenBytesPerOrder)
 		}
-		fmt.Fprintf(w, "  node %s  peak RSS %.1f MiB  written %s  (%s)\n", n.URL, float64(n.PeakRSSBytes)/(1<<20), written, n.Source)
+		cpu := "n/a"
+		if n.CPUSeconds >= 0 {
+			cpu = fmt.Sprintf("%.2f ms/order", n.CPUMsPerOrder)
+		}
+		fmt.Fprintf(w, "  node %s  peak RSS %.1f MiB  written %s  cpu %s  (%s)\n", n.URL, float64(n.PeakRSSBytes)/(1<<20), written, cpu, n.Source)
 	}
 	for _, p := range r.Profiles {
 		fmt.Fprintf(w, "  cpu profile   %s\n", p)

@@ -91,6 +91,12 @@ func TestProcReaders(t *testing.T) {
 	if _, err := procIOBytes(pid, "write_bytes"); err != nil {
 		t.Errorf("write_bytes: %v", err)
 	}
+	c0, err := procCPU(pid)
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	if c1, err1 := procCPU(pid); err != nil || err1 != nil || c1 < c0 || c0 <= 0 {
+		t.Errorf("procCPU %s then %s: %v %v", c0, c1, err, err1)
+	}
 	text := "# HELP process_resident_memory_bytes x\nprocess_resident_memory_bytes_total 1\nprocess_resident_memory_bytes 4.2e+07\n"
 	if v, err := promSample(bufio.NewScanner(strings.NewReader(text)), "process_resident_memory_bytes"); err != nil || v != 42000000 {
 		t.Errorf("promSample %d, %v", v, err)

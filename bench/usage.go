@@ -24,13 +24,15 @@ type usageProbe struct {
 	peakRSS     int64
 	wroteBefore int64 // write_bytes at the start of the window (-1 unknown)
 	wrote       int64 // during the window (-1 unknown)
+	cpuBefore   time.Duration
+	cpu         time.Duration // user + system during the window (-1 unknown)
 }
 
 func (cl *closedLoop) newUsageProbes() []*usageProbe {
 	ps := make([]*usageProbe, len(cl.urls))
 	for i, base := range cl.urls {
 		pid, _ := cl.cluster.pidOf(base)
-		ps[i] = &usageProbe{cl: cl, base: base, pid: pid, wroteBefore: -1, wrote: -1}
+		ps[i] = &usageProbe{cl: cl, base: base, pid: pid, wroteBefore: -1, wrote: -1, cpuBefore: -1, cpu: -1}
 	}
 	return ps
 }
@@ -83,10 +85,15 @@ func (u *usageProbe) begin() {
 	if u.pid == 0 {
 		return
 	}
-	if w, err := procIOBytes(u.pid, "write_bytes"); err == nil {
-		u.mu.Lock()
+	w, werr := procIOBytes(u.pid, "write_bytes")
+	c, cerr := procCPU(u.pid)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if werr == nil {
 		u.wroteBefore = w
-		u.mu.Unlock()
+	}
+	if cerr == nil {
+		u.cpuBefore = c
 	}
 }
 
@@ -95,19 +102,29 @@ func (u *usageProbe) end() {
 		return
 	}
 	w, err := procIOBytes(u.pid, "write_bytes")
+	c, cerr := procCPU(u.pid)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if err == nil && u.wroteBefore >= 0 {
 		u.wrote = w - u.wroteBefore
+	}
+	if cerr == nil && u.cpuBefore >= 0 {
+		u.cpu = c - u.cpuBefore
 	}
 }
 
 func (u *usageProbe) result(orders int) NodeUsage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, WrittenBytes: u.wrote}
+	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, WrittenBytes: u.wrote, CPUSeconds: -1}
 	if u.pid != 0 {
 		r.Source = "proc"
+	}
+	if u.cpu >= 0 {
+		r.CPUSeconds = round(u.cpu.Seconds(), 2)
+		if orders > 0 {
+			r.CPUMsPerOrder = round(float64(u.cpu)/float64(time.Millisecond)/float64(orders), 3)
+		}
 	}
 	if u.wrote >= 0 && orders > 0 {
 		r.WrittenBytesPerOrder = round(float64(u.wrote)/float64(orders), 0)
@@ -195,4 +212,32 @@ func procIOBytes(pid int, key string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/%d/io: no %s", pid, key)
+}
+
+// clockTick is USER_HZ, the unit of /proc/PID/stat times (100 on every
+// Linux the store runs on).
+const clockTick = 10 * time.Millisecond
+
+// procCPU is the process's user + system time from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces: the fields start after its ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	// Fields 14 and 15 of the line (utime, stime) are 12 and 13 here.
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed times", pid)
+	}
+	return time.Duration(ut+st) * clockTick, nil
 }

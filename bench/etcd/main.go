@@ -198,8 +198,10 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 	}
 	time.Sleep(warmup)
 	before := make([]int64, len(ms))
+	cpuBefore := make([]time.Duration, len(ms))
 	for i, m := range ms {
 		before[i], _ = procIO(m.cmd.Process.Pid)
+		cpuBefore[i], _ = procCPU(m.cmd.Process.Pid)
 	}
 	start := time.Now()
 	measuring.Store(true)
@@ -207,8 +209,10 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 	measuring.Store(false)
 	el := time.Since(start)
 	after := make([]int64, len(ms))
+	cpuAfter := make([]time.Duration, len(ms))
 	for i, m := range ms {
 		after[i], _ = procIO(m.cmd.Process.Pid)
+		cpuAfter[i], _ = procCPU(m.cmd.Process.Pid)
 	}
 	cancel()
 	wg.Wait()
@@ -229,7 +233,11 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 		if puts > 0 {
 			per = float64(w) / float64(puts)
 		}
-		fmt.Printf("  member %s  peak RSS %.1f MiB  written %.1f MiB, %.0f B/put\n", m.name, float64(hwm)/(1<<20), float64(w)/(1<<20), per)
+		cpu := 0.0
+		if puts > 0 {
+			cpu = float64(cpuAfter[i]-cpuBefore[i]) / float64(time.Millisecond) / float64(puts)
+		}
+		fmt.Printf("  member %s  peak RSS %.1f MiB  written %.1f MiB, %.0f B/put  cpu %.2f ms/put\n", m.name, float64(hwm)/(1<<20), float64(w)/(1<<20), per, cpu)
 	}
 	return nil
 }
@@ -289,6 +297,22 @@ func procIO(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no write_bytes")
+}
+
+// procCPU is user + system time from /proc/PID/stat (USER_HZ = 100).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, errors.New("malformed stat")
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
 
 func procHWM(pid int) (int64, error) {
