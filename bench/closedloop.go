@@ -129,6 +129,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		defer lc.stop()
 		cfg.URLs = lc.urls()
 		cfg.StaffPassword = lc.password
+		cfg.DataDir = "" // used: the nodes are up
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -195,13 +195,13 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		return rejectAudited(409, "OUT_OF_STOCK", 0, unavailable)
 	}
 	need := unitsPerSKU(c.Items)
+	levels, err := store.StockOf(ctx.DB, skusOf(need))
+	if err != nil {
+		return nil, err
+	}
 	var short []string
 	for _, u := range need {
-		qty, tracked, err := store.GetStock(ctx.DB, u.sku)
-		if err != nil {
-			return nil, err
-		}
-		if tracked && qty < u.n {
+		if qty, tracked := levels[u.sku]; tracked && qty < u.n {
 			short = append(short, u.sku)
 		}
 	}
@@ -209,8 +209,12 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		return rejectAudited(409, "OUT_OF_STOCK", 0, short)
 	}
 
-	// Admitted: take the stock, allocate the id, save, cache, cool down.
+	// Admitted: take the stock (an untracked sku has none to take),
+	// allocate the id, save, cache, cool down.
 	for _, u := range need {
+		if _, tracked := levels[u.sku]; !tracked {
+			continue
+		}
 		if err := store.AddStock(ctx.DB, u.sku, -u.n); err != nil {
 			return nil, err
 		}
@@ -360,6 +364,14 @@ func unitsPerSKU(lines []admission.Line) []skuUnits {
 		for _, t := range l.Toppings {
 			add(t, int64(l.Quantity))
 		}
+	}
+	return out
+}
+
+func skusOf(need []skuUnits) []string {
+	out := make([]string, len(need))
+	for i, u := range need {
+		out[i] = u.sku
 	}
 	return out
 }
