@@ -139,6 +139,8 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: masterorder bench --url URL[,URL...] [flags]")
 		fmt.Fprintln(fs.Output(), "Lunch-peak load against a running cluster: orders/s, latency, replays, duplicates (must be 0), lost (must be 0).")
+		fmt.Fprintln(fs.Output(), "       masterorder bench --closed-loop --concurrency N --duration D [--url URL[,URL...]] [flags]")
+		fmt.Fprintln(fs.Output(), "Throughput: N callers back to back, a fresh phone and key per order; without --url on 3 nodes it starts itself.")
 		fs.PrintDefaults()
 	}
 	var urls urlList
