@@ -16,7 +16,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/pki"
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 type initNode struct {
@@ -291,5 +291,166 @@ func renewHTTPS(dir string, stdout io.Writer) error {
 		return usageError{"--renew-https: no box config with https_addr in " + dir}
 	}
 	fmt.Fprintf(stdout, "renewed %d HTTPS certificates; copy them to the boxes and restart each\n", renewed)
+	return nil
+}
+
+// The layout `init --systemd` writes configs for.
+const (
+	boxBinary  = "/usr/local/bin/masterorder"
+	boxEtc     = "/etc/masterorder"
+	boxDataDir = "/var/lib/masterorder" // StateDirectory=masterorder
+	boxUser    = "masterorder"
+)
+
+// boxPaths points a config at the box layout.
+func boxPaths(c *initConfig, id string) {
+	tls := filepath.Join(boxEtc, "tls")
+	c.DataDir = boxDataDir
+	c.TLS = boxTLS(tls, id, c.HTTPSAddr != "")
+}
+
+// writeSystemdUnit writes DIR/masterorder-<id>.service.
+func writeSystemdUnit(dir, id, httpAddr string) error {
+	var caps string
+	if _, port, err := net.SplitHostPort(httpAddr); err == nil {
+		if p, _ := strconv.Atoi(port); p > 0 && p < 1024 {
+			caps = "AmbientCapabilities=CAP_NET_BIND_SERVICE\nCapabilityBoundingSet=CAP_NET_BIND_SERVICE\n"
+		}
+	}
+	unit := fmt.Sprintf(`# MasterOrder store node %[1]s — written by masterorder init --systemd.
+# Install on box %[1]s (see README, "A three-Pi store, start to finish"):
+#   useradd --system --home-dir %[4]s --shell /usr/sbin/nologin %[5]s
+#   install -m 0755 masterorder %[2]s
+#   install -d -m 0750 -g %[5]s %[3]s %[3]s/tls
+#   install -m 0640 -g %[5]s %[1]s.toml %[3]s/%[1]s.toml
+#   install -m 0640 -g %[5]s tls/ca.pem tls/%[1]s.pem tls/%[1]s-key.pem tls/%[1]s-https*.pem %[3]s/tls/
+#   install -m 0644 masterorder-%[1]s.service /etc/systemd/system/
+#   systemctl daemon-reload && systemctl enable --now masterorder-%[1]s
+# Logs: journalctl -u masterorder-%[1]s (JSON lines).
+
+[Unit]
+Description=MasterOrder store node %[1]s
+Wants=network-online.target
+After=network-online.target
+# The box needs no internet and no correct clock: no time-sync dependency.
+StartLimitIntervalSec=0
+
+[Service]
+Type=simple
+User=%[5]s
+Group=%[5]s
+ExecStart=%[2]s run --config %[3]s/%[1]s.toml
+StateDirectory=masterorder
+StateDirectoryMode=0750
+WorkingDirectory=%[4]s
+# SIGTERM stops the node cleanly; it stays a member of the cluster.
+KillSignal=SIGTERM
+TimeoutStopSec=30s
+Restart=on-failure
+RestartSec=2s
+# Exit 2 is a bad config: restarting will not fix it.
+RestartPreventExitStatus=2
+StandardOutput=journal
+StandardError=journal
+SyslogIdentifier=masterorder-%[1]s
+LimitNOFILE=65536
+NoNewPrivileges=yes
+ProtectSystem=strict
+ProtectHome=yes
+PrivateTmp=yes
+PrivateDevices=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectControlGroups=yes
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
+%[6]s
+[Install]
+WantedBy=multi-user.target
+`, id, boxBinary, boxEtc, boxDataDir, boxUser, caps)
+	return os.WriteFile(filepath.Join(dir, "masterorder-"+id+".service"), []byte(unit), 0o644)
+}
+
+// initAddNode writes a config (join = true) and a certificate for a box
+// that joins the existing cluster whose configs and CA are in dir.
+func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error {
+	nodes, err := parseInitNodes(spec)
+	if err != nil {
+		return err
+	}
+	if len(nodes) != 1 {
+		return usageError{"--add-node takes one ID=HOST:HTTPPORT:RAFTPORT"}
+	}
+	nn := nodes[0]
+	tlsDir := filepath.Join(dir, "tls")
+	ca, err := pki.LoadCAFiles(tlsDir)
+	if err != nil {
+		return usageError{"--add-node needs the cluster CA that init wrote in " + tlsDir + ": " + err.Error()}
+	}
+	existing, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	if err != nil {
+		return err
+	}
+	var base node.Config
+	found := false
+	for _, p := range existing {
+		if filepath.Base(p) == nn.id+".toml" {
+			continue
+		}
+		if c, err := node.LoadConfig(p); err == nil {
+			base, found = c, true
+			break
+		}
+	}
+	if !found {
+		return usageError{"--add-node: no existing node config in " + dir}
+	}
+	out := filepath.Join(dir, nn.id+".toml")
+	if _, err := os.Stat(out); err == nil && !force {
+		return usageError{fmt.Sprintf("%s exists (use --force to overwrite)", out)}
+	}
+	self := node.Peer{ID: nn.id, HTTPAddr: net.JoinHostPort(nn.host, nn.httpPort), RaftAddr: net.JoinHostPort(nn.host, nn.raftPort)}
+	plain := base.HTTPSAddr == "" // the new box serves what the others do
+	if !plain {
+		self.HTTPSAddr = net.JoinHostPort(nn.host, nn.httpsPort)
+	}
+	var peers []node.Peer
+	for _, p := range base.Peers {
+		if p.ID == nn.id {
+			return usageError{"--add-node: " + nn.id + " is already in the cluster's configs; pick a new id for a new box"}
+		}
+		p.DialAddr = ""
+		peers = append(peers, p)
+	}
+	peers = append(peers, self)
+	if err := issueBox(ca, tlsDir, nn, base.PublicURL, plain); err != nil {
+		return err
+	}
+	c := initConfig{NodeID: nn.id, ShopID: base.ShopID, DataDir: filepath.Join(dir, "data-"+nn.id), HTTPAddr: self.HTTPAddr,
+		RaftAddr: self.RaftAddr, HTTPSAddr: self.HTTPSAddr, PublicURL: base.PublicURL, ClusterSecret: base.ClusterSecret, Join: true, Peers: peers,
+		TLS: boxTLS(tlsDir, nn.id, !plain)}
+	c.HTTP.AllowPlainStaff = base.HTTP.AllowPlainStaff
+	c.Staff.PasswordHash, c.Staff.TokenSecret, c.Staff.KitchenPasswordHash = base.Staff.PasswordHash, base.Staff.TokenSecret, base.Staff.KitchenPasswordHash
+	if systemd {
+		boxPaths(&c, nn.id)
+	}
+	b, err := toml.Marshal(c)
+	if err != nil {
+		return err
+	}
+	header := "# masterorder node " + nn.id + " — joins the existing cluster (written by `masterorder init --add-node`).\n"
+	if err := os.WriteFile(out, append([]byte(header), b...), 0o600); err != nil {
+		return err
+	}
+	if _, err := node.LoadConfig(out); err != nil {
+		return fmt.Errorf("written config for %s does not load: %w", nn.id, err)
+	}
+	if systemd {
+		if err := writeSystemdUnit(dir, nn.id, self.HTTPAddr); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s and the certificate for %s in %s\n", out, nn.id, tlsDir)
+	fmt.Fprintf(stdout, "start it, then add it from any member:\n  masterorder members add --url http://%s --id %s --raft-addr %s --http-addr %s\n",
+		peers[0].HTTPAddr, nn.id, self.RaftAddr, self.HTTPAddr)
 	return nil
 }

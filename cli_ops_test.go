@@ -16,8 +16,8 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
-	"masterorder/node/staffauth"
 	"masterorder/orders"
+	"masterorder/orders/orderstest"
 )
 
 const cliPassword = "cli-test-password"
@@ -32,20 +32,9 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // cliStore starts n nodes with the domain and a known staff password.
 func cliStore(t *testing.T, n int) (*nodetest.Cluster, []*orders.Service) {
 	t.Helper()
-	hash, err := staffauth.HashPassword(cliPassword)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svcs := make([]*orders.Service, n)
-	c := nodetest.Start(t, n, func(_ int, c *node.Config) { c.Staff.PasswordHash = hash }, func(int) node.Options { return orders.NodeOptions() },
-		func(i int, nd *node.Node) {
-			s, err := orders.Attach(nd, orders.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			svcs[i] = s
-		})
-	return c, svcs
+	hash := orderstest.PasswordHash(t, cliPassword)
+	st := orderstest.Start(t, n, func(_ int, c *node.Config) { c.Staff.PasswordHash = hash }, nil, orders.Options{})
+	return st.Cluster, st.Svcs
 }
 
 func TestInitSystemdAndAddNode(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"masterorder/node"
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 // cmdRotateSecrets gives every box config in DIR a new cluster secret and

@@ -19,7 +19,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 // initOne runs `init` for a single box and returns its config as a map.

@@ -117,9 +117,9 @@ func applyExpire(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	return json.Marshal(map[string]int{"expired": n})
 }
 
-// Applier proposes a command through Raft (the node forwards to the leader).
-type Applier interface {
-	Apply(ctx context.Context, t raftfsm.CommandType, payload []byte) ([]byte, error)
+// Proposer proposes a command through Raft (the node forwards to the leader).
+type Proposer interface {
+	Propose(ctx context.Context, t raftfsm.CommandType, payload []byte) ([]byte, error)
 }
 
 // Viewer reads the local FSM and estimates the current FSM time.
@@ -130,7 +130,7 @@ type Viewer interface {
 
 // Client is the KV as the rest of the node uses it outside Apply.
 type Client struct {
-	A Applier
+	P Proposer
 	V Viewer
 }
 
@@ -139,7 +139,7 @@ func (c Client) do(ctx context.Context, cmd opCommand) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("encode kv %s: %w", cmd.Op, err)
 	}
-	out, err := c.A.Apply(ctx, CmdOp, payload)
+	out, err := c.P.Propose(ctx, CmdOp, payload)
 	if err != nil {
 		return Result{}, err
 	}
@@ -220,7 +220,7 @@ func (c Client) List(prefix string, limit int) ([]Entry, error) {
 // periodically; expired keys are already invisible).
 func (c Client) Expire(ctx context.Context, limit int) (int, error) {
 	payload, _ := json.Marshal(expireCommand{Limit: limit})
-	out, err := c.A.Apply(ctx, CmdExpire, payload)
+	out, err := c.P.Propose(ctx, CmdExpire, payload)
 	if err != nil {
 		return 0, err
 	}

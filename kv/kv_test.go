@@ -301,7 +301,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 	return &fakeNode{t: t, fsm: f, now: 1_000_000}
 }
 
-func (n *fakeNode) Apply(ctx context.Context, typ raftfsm.CommandType, payload []byte) ([]byte, error) {
+func (n *fakeNode) Propose(ctx context.Context, typ raftfsm.CommandType, payload []byte) ([]byte, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.index += 3 // other entries (noops, domain commands) come in between
@@ -326,7 +326,7 @@ func (n *fakeNode) advance(d time.Duration) {
 
 func TestLockFencingAndTTLOnFSMTime(t *testing.T) {
 	n := newFakeNode(t)
-	c := kv.Client{A: n, V: n}
+	c := kv.Client{P: n, V: n}
 	ctx := context.Background()
 
 	f1, ok, err := c.Lock(ctx, "lock:session:1", "alice", 10*time.Second)
@@ -381,7 +381,7 @@ func TestLockFencingAndTTLOnFSMTime(t *testing.T) {
 	// The txn op (no client method uses it any more, but it stays a valid
 	// command for entries already in a log).
 	txn, _ := json.Marshal(map[string]any{"op": "txn", "conds": []kv.Cond{{Key: "tmp:b", Value: []byte("2")}}, "ops": []kv.Op{{Key: "tmp:b", Delete: true}}})
-	if out, err := n.Apply(ctx, kv.CmdOp, txn); err != nil || !bytes.Contains(out, []byte(`"ok":true`)) {
+	if out, err := n.Propose(ctx, kv.CmdOp, txn); err != nil || !bytes.Contains(out, []byte(`"ok":true`)) {
 		t.Fatalf("txn = %s %v", out, err)
 	}
 	if ok, err := c.Delete(ctx, "tmp:b"); ok || err != nil {
@@ -391,7 +391,7 @@ func TestLockFencingAndTTLOnFSMTime(t *testing.T) {
 
 func TestClientRejectsBadCommands(t *testing.T) {
 	n := newFakeNode(t)
-	c := kv.Client{A: n, V: n}
+	c := kv.Client{P: n, V: n}
 	ctx := context.Background()
 	if _, err := c.SetIfAbsent(ctx, "", []byte("x"), 0); err == nil {
 		t.Fatal("empty key accepted")
@@ -405,14 +405,14 @@ func TestClientRejectsBadCommands(t *testing.T) {
 	}
 	for name, ops := range map[string][]kv.Op{"oversized txn": big, "negative ttl in txn": {{Key: "a", TTLms: -1}}} {
 		p, _ := json.Marshal(map[string]any{"op": "txn", "ops": ops})
-		if out, err := n.Apply(ctx, kv.CmdOp, p); err != nil || !bytes.Contains(out, []byte(`"error"`)) {
+		if out, err := n.Propose(ctx, kv.CmdOp, p); err != nil || !bytes.Contains(out, []byte(`"error"`)) {
 			t.Fatalf("%s accepted: %s %v", name, out, err)
 		}
 	}
 	// A raw command with an unknown op or garbage is an error result, not a
 	// halted FSM.
 	for _, p := range []string{`{"op":"explode","key":"k"}`, `not json`, `{"op":"txn","ops":[{"key":""}]}`} {
-		out, err := n.Apply(ctx, kv.CmdOp, []byte(p))
+		out, err := n.Propose(ctx, kv.CmdOp, []byte(p))
 		if err != nil || !bytes.Contains(out, []byte(`"error"`)) {
 			t.Fatalf("%s: %s %v", p, out, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,53 +16,24 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+
+	"masterorder/httpapi"
 )
 
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 64 << 10
-
-// APIError is the error body every endpoint answers with.
-type APIError struct {
-	Allowed    bool   `json:"allowed"`
-	ReasonCode string `json:"reasonCode"`
-	Message    string `json:"message"`
-}
-
-// English reports whether the caller asked for English (en, en-US, …).
-func English(c echo.Context) bool {
-	al := strings.TrimSpace(c.Request().Header.Get("Accept-Language"))
-	return strings.HasPrefix(strings.ToLower(al), "en")
-}
-
-// Fail answers with a reason code and a message in the caller's language;
-// retryAfter > 0 adds Retry-After in whole seconds, rounded up.
-func Fail(c echo.Context, status int, code, ja, en string, retryAfter time.Duration) error {
-	if retryAfter > 0 {
-		c.Response().Header().Set("Retry-After", fmt.Sprint(int64(math.Ceil(retryAfter.Seconds()))))
-	}
-	msg := ja
-	if English(c) {
-		msg = en
-	}
-	return c.JSON(status, APIError{Allowed: false, ReasonCode: code, Message: msg})
-}
 
 // FailErr maps cluster errors (no quorum, halted) to their answers; other
 // errors become 500 INTERNAL without details (they are logged).
 func (n *Node) FailErr(c echo.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrNoQuorum), errors.Is(err, ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
-		return Fail(c, http.StatusServiceUnavailable, "NO_QUORUM",
-			"店舗サーバーが一時的に応答できません。少し待ってからもう一度お試しください。",
-			"The store servers cannot commit right now. Please try again shortly.", 2*time.Second)
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "NO_QUORUM", RetryAfter: 2 * time.Second})
 	case errors.Is(err, ErrHalted):
-		return Fail(c, http.StatusServiceUnavailable, "NODE_HALTED",
-			"この端末は停止しています。別の端末をお使いください。",
-			"This box has stopped serving writes. Please use another one.", 5*time.Second)
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "NODE_HALTED", RetryAfter: 5 * time.Second})
 	default:
 		n.log.Error("request failed", "path", c.Path(), "error", err)
-		return Fail(c, http.StatusInternalServerError, "INTERNAL",
-			"内部エラーが発生しました。", "Internal error.", 0)
+		return httpapi.Fail(c, http.StatusInternalServerError, "INTERNAL")
 	}
 }
 
@@ -79,20 +49,20 @@ func newEcho(n *Node) *echo.Echo {
 		if errors.As(err, &he) {
 			switch he.Code {
 			case http.StatusNotFound:
-				Fail(c, he.Code, "NOT_FOUND", "見つかりません。", "Not found.", 0)
+				httpapi.Fail(c, he.Code, "NOT_FOUND")
 			case http.StatusMethodNotAllowed:
-				Fail(c, he.Code, "METHOD_NOT_ALLOWED", "このメソッドは使えません。", "Method not allowed.", 0)
+				httpapi.Fail(c, he.Code, "METHOD_NOT_ALLOWED")
 			case http.StatusRequestEntityTooLarge:
-				Fail(c, he.Code, "BODY_TOO_LARGE", "リクエストが大きすぎます。", "Request body too large.", 0)
+				httpapi.Fail(c, he.Code, "BODY_TOO_LARGE")
 			case http.StatusUnauthorized:
-				Fail(c, he.Code, "UNAUTHORIZED", "ログインが必要です。", "Login required.", 0)
+				httpapi.Fail(c, he.Code, "UNAUTHORIZED")
 			default:
 				if he.Code >= 500 {
 					n.log.Error("request failed", "path", c.Path(), "error", err)
-					Fail(c, http.StatusInternalServerError, "INTERNAL", "内部エラーが発生しました。", "Internal error.", 0)
+					httpapi.Fail(c, http.StatusInternalServerError, "INTERNAL")
 					return
 				}
-				Fail(c, he.Code, "BAD_REQUEST", "リクエストが正しくありません。", "Bad request.", 0)
+				httpapi.Fail(c, he.Code, "BAD_REQUEST")
 			}
 			return
 		}
@@ -339,14 +309,15 @@ type Status struct {
 	FSMTime      int64          `json:"fsmTime"`
 	ClockSuspect bool           `json:"clockSuspect"`
 	// Stale: this node cannot reach a quorum and serves its replica as is.
-	Stale     bool `json:"stale"`
-	CloudSync any  `json:"cloudSync,omitempty"`
+	Stale bool `json:"stale"`
+	// CloudSync is the domain's cloud sync status (AddStatus).
+	CloudSync any `json:"cloudSync,omitempty"`
 }
 
-// SetCloudSyncStatus installs the function that fills status.cloudSync.
-func (n *Node) SetCloudSyncStatus(fn func() any) {
+// AddStatus installs fn to fill the domain's part of the status.
+func (n *Node) AddStatus(fn func(*Status)) {
 	n.extrasMu.Lock()
-	n.cloudStatus = fn
+	n.statusFns = append(n.statusFns, fn)
 	n.extrasMu.Unlock()
 }
 
@@ -376,10 +347,10 @@ func (n *Node) Status() Status {
 		}
 	}
 	n.extrasMu.Lock()
-	cloud := n.cloudStatus
+	fns := n.statusFns
 	n.extrasMu.Unlock()
-	if cloud != nil {
-		s.CloudSync = cloud()
+	for _, fn := range fns {
+		fn(&s)
 	}
 	return s
 }

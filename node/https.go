@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"masterorder/httpapi"
 )
 
 // Staff and kitchen traffic (passwords, tokens, table PINs) must not cross
@@ -56,9 +58,7 @@ func (n *Node) plainHTTPGuard(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set("Cache-Control", "no-store")
 			return c.Redirect(http.StatusFound, n.httpsURL(r))
 		case page || api:
-			return Fail(c, http.StatusForbidden, "HTTPS_REQUIRED",
-				"スタッフ・キッチンの画面と操作は HTTPS でのみ利用できます。https:// のアドレスを開いてください。",
-				"Staff and kitchen pages and calls are served over HTTPS only. Open the https:// address.", 0)
+			return httpapi.Fail(c, http.StatusForbidden, "HTTPS_REQUIRED")
 		}
 		return next(c)
 	}
@@ -170,7 +170,7 @@ func (n *Node) guestStatus() GuestStatus {
 func (n *Node) staffOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !n.privileged(c.Request()) {
-			return Fail(c, http.StatusUnauthorized, "UNAUTHORIZED", "スタッフのログインが必要です。", "Staff login required.", 0)
+			return httpapi.Fail(c, http.StatusUnauthorized, "UNAUTHORIZED")
 		}
 		return next(c)
 	}

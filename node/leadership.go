@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -188,7 +189,35 @@ func (n *Node) barrier() error {
 			return err
 		}
 	}
-	return n.raft.Barrier(5 * time.Second).Error()
+	return n.await(n.raft.Barrier(5*time.Second), 10*time.Second)
+}
+
+// errFutureTimeout: a Raft future gave no answer within its bound.
+var errFutureTimeout = errors.New("raft future: no answer in time")
+
+// await waits for a Raft future's answer, within timeout (0: no bound)
+// and no longer than the node runs. Raft answers nothing for an entry it
+// handed to the FSM goroutine when it shuts down before applying it
+// (Barrier and Apply futures carry no shutdown channel), so an unbounded
+// wait there would hold Stop forever. ErrRaftShutdown then means "unknown",
+// as it does from Raft itself.
+func (n *Node) await(f raft.Future, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }() // ends when Raft answers, if ever
+	var bound <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		bound = t.C
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-bound:
+		return errFutureTimeout
+	case <-n.ctx.Done():
+		return raft.ErrRaftShutdown
+	}
 }
 
 // stepDownIfHalted hands the leadership to another member when this

@@ -110,7 +110,7 @@ func (n *Node) changeMembers(ctx context.Context, op memberOp) error {
 	for {
 		var err error
 		if n.raft.State() == raft.Leader {
-			err = n.applyMembers(ctx, op)
+			err = n.commitMembers(ctx, op)
 		} else {
 			err = n.forwardMembers(ctx, op)
 		}
@@ -143,8 +143,8 @@ func (n *Node) changeMembers(ctx context.Context, op memberOp) error {
 	}
 }
 
-// applyMembers makes the change on the leader.
-func (n *Node) applyMembers(ctx context.Context, op memberOp) error {
+// commitMembers makes the change on the leader (Raft commits it).
+func (n *Node) commitMembers(ctx context.Context, op memberOp) error {
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		return fmt.Errorf("%w: read configuration: %v", errRetry, err)
@@ -222,7 +222,7 @@ func (n *Node) applyMembers(ctx context.Context, op memberOp) error {
 		}
 		f = n.raft.RemoveServer(cur.ID, prev, applyTimeout)
 	}
-	if err := f.Error(); err != nil {
+	if err := n.await(f, 0); err != nil {
 		return membershipRaftErr(err)
 	}
 	n.log.Info("membership changed", "op", op.Op, "member", op.ID, "raftAddr", op.RaftAddr, "voter", op.Voter, "index", f.Index())
@@ -345,7 +345,7 @@ func (n *Node) registerMembersInternal(mux *http.ServeMux) {
 			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
 			return
 		}
-		err := n.applyMembers(r.Context(), op)
+		err := n.commitMembers(r.Context(), op)
 		var me *MemberError
 		switch {
 		case err == nil:

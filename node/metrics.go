@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -38,19 +37,6 @@ type nodeMetrics struct {
 	peerDials      prometheus.Counter
 }
 
-// CloudSyncMetrics is what /metrics reports of the cloud sync, derived
-// from the cloud sync status (SetCloudSyncStatus).
-type CloudSyncMetrics struct {
-	Enabled bool
-	Online  bool
-	// Pending counts outbox changes not yet in Firestore.
-	Pending int64
-	// Lag is how far the cloud is behind: the age of the oldest pending
-	// change, or the time since the last successful sync while changes
-	// are pending; zero when nothing is pending.
-	Lag time.Duration
-}
-
 func newNodeMetrics(n *Node) *nodeMetrics {
 	reg := prometheus.NewRegistry()
 	m := &nodeMetrics{reg: reg}
@@ -71,7 +57,6 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newRaftCollector(n),
-		&cloudCollector{n: n, m: m},
 	)
 	return m
 }
@@ -176,86 +161,6 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.voters, float64(voters))
 		g(c.all, float64(len(f.Configuration().Servers)))
 	}
-}
-
-// cloudCollector reports the cloud sync figures when an integration is
-// installed.
-type cloudCollector struct {
-	n *Node
-	m *nodeMetrics
-}
-
-var (
-	descCloudPending = prometheus.NewDesc("masterorder_cloudsync_pending", "Outbox changes not yet pushed to Firestore.", nil, nil)
-	descCloudLag     = prometheus.NewDesc("masterorder_cloudsync_lag_seconds", "How far Firestore is behind while changes are pending (0 when none are).", nil, nil)
-	descCloudOnline  = prometheus.NewDesc("masterorder_cloudsync_online", "1 when the last call to Firestore succeeded.", nil, nil)
-	descCloudEnabled = prometheus.NewDesc("masterorder_cloudsync_enabled", "1 when cloud sync is configured.", nil, nil)
-)
-
-func (c *cloudCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descCloudPending
-	ch <- descCloudLag
-	ch <- descCloudOnline
-	ch <- descCloudEnabled
-}
-
-func (c *cloudCollector) Collect(ch chan<- prometheus.Metric) {
-	v, ok := c.values()
-	if !ok {
-		return
-	}
-	b := func(x bool) float64 {
-		if x {
-			return 1
-		}
-		return 0
-	}
-	ch <- prometheus.MustNewConstMetric(descCloudEnabled, prometheus.GaugeValue, b(v.Enabled))
-	ch <- prometheus.MustNewConstMetric(descCloudOnline, prometheus.GaugeValue, b(v.Online))
-	ch <- prometheus.MustNewConstMetric(descCloudPending, prometheus.GaugeValue, float64(v.Pending))
-	ch <- prometheus.MustNewConstMetric(descCloudLag, prometheus.GaugeValue, v.Lag.Seconds())
-}
-
-func (c *cloudCollector) values() (CloudSyncMetrics, bool) {
-	// pending, online, and the time since lastSyncAt while changes are
-	// pending, from the cloud sync status.
-	c.n.extrasMu.Lock()
-	status := c.n.cloudStatus
-	c.n.extrasMu.Unlock()
-	if status == nil {
-		return CloudSyncMetrics{}, false
-	}
-	return cloudMetricsFromStatus(status())
-}
-
-// cloudMetricsFromStatus reads the API.md cloudSync object
-// {enabled, online, pending, lastSyncAt, lastError}.
-func cloudMetricsFromStatus(st any) (CloudSyncMetrics, bool) {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return CloudSyncMetrics{}, false
-	}
-	var s struct {
-		Enabled      bool       `json:"enabled"`
-		Online       bool       `json:"online"`
-		Pending      int64      `json:"pending"`
-		LastSyncAt   *time.Time `json:"lastSyncAt"`
-		OfflineSince *time.Time `json:"offlineSince"`
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return CloudSyncMetrics{}, false
-	}
-	m := CloudSyncMetrics{Enabled: s.Enabled, Online: s.Online, Pending: s.Pending}
-	if s.Pending > 0 {
-		switch {
-		case s.LastSyncAt != nil:
-			m.Lag = time.Since(*s.LastSyncAt)
-		case s.OfflineSince != nil:
-			m.Lag = time.Since(*s.OfflineSince)
-		}
-		m.Lag = max(m.Lag, 0)
-	}
-	return m, true
 }
 
 // meteredFSM is what Raft drives: the node's FSM with timings around

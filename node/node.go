@@ -84,9 +84,9 @@ type Node struct {
 	leaderRounds  readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
 	remoteRounds  readRounds
 
-	extrasMu    sync.Mutex
-	cloudStatus func() any
-	staffCheck  func(r *http.Request) bool
+	extrasMu   sync.Mutex
+	statusFns  []func(*Status)
+	staffCheck func(r *http.Request) bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -133,7 +133,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
-	n.kv = kv.Client{A: n, V: n}
+	n.kv = kv.Client{P: kvProposer{n}, V: n}
 	// Both ends of every cluster connection check the peer's node id
 	// against the membership and the deny-list (peercheck.go).
 	n.opts.ServerTLS, n.opts.ClientTLS = n.withPeerCheck(n.opts.ServerTLS), n.withPeerCheck(n.opts.ClientTLS)
@@ -208,85 +208,20 @@ func (n *Node) StartContext(ctx context.Context) error {
 	return nil
 }
 
+// startRaft opens the Raft stores, listens on the raft port, and starts
+// Raft on this node's configuration, bootstrapping a new cluster if the
+// box holds no state yet.
 func (n *Node) startRaft(ctx context.Context) error {
-	cfg := n.cfg
-	raftDir := filepath.Join(cfg.DataDir, "raft")
-	if err := os.MkdirAll(raftDir, 0o750); err != nil {
-		return fmt.Errorf("create raft dir %s: %w", raftDir, err)
-	}
-	logPath := filepath.Join(raftDir, "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
+	raftDir := filepath.Join(n.cfg.DataDir, "raft")
+	store, snaps, err := n.openRaftStores(raftDir)
 	if err != nil {
-		return fmt.Errorf("open raft log %s: %w", logPath, err)
-	}
-	n.logStore = store
-	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, n.hclog("snapshot"))
-	if err != nil {
-		return fmt.Errorf("open snapshot store %s: %w", raftDir, err)
-	}
-	snaps := syncedSnapshotStore{FileSnapshotStore: fileSnaps, dir: filepath.Join(raftDir, "snapshots")}
-	// raft.db, snapshots/, raft/ and fsm/ may have just been created: their
-	// names must survive a power cut like the log inside them.
-	if err := syncDirs(raftDir, cfg.DataDir); err != nil {
 		return err
 	}
-	// The data dir's own name matters only on a first start; its parent
-	// may be read-only to this user (systemd's ProtectSystem).
-	if err := syncDir(filepath.Dir(filepath.Clean(cfg.DataDir))); err != nil {
-		n.log.Warn("could not fsync the data dir's parent", "error", err)
-	}
-
-	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	internalLn, err := n.listenRaftPort()
 	if err != nil {
-		return fmt.Errorf("resolve raft_addr %s: %w", cfg.RaftAddr, err)
+		return err
 	}
-	dials := map[string]string{}
-	for _, p := range cfg.Peers {
-		dials[p.ID] = p.RaftAddr
-		if p.DialAddr != "" {
-			dials[p.ID] = p.DialAddr
-		}
-	}
-	// Mutual TLS: the handshake completes before anything reaches Raft or
-	// the internal channel; ALPN tells the two apart.
-	refusals := &logThrottle{window: time.Minute, burst: 20}
-	layer, internalLn, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
-		tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
-			if ok, dropped := refusals.allow(time.Now()); ok {
-				n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
-			}
-		}))
-	if err != nil {
-		return fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
-	}
-	stream := raft.StreamLayer(layer)
-	n.closeRaftPort = func() { layer.Close(); internalLn.Close() }
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: &addressProvider{dial: dials},
-		Stream:                stream,
-		MaxPool:               4,
-		Timeout:               5 * time.Second,
-		Logger:                n.hclog("transport"),
-	})
-
-	n.internal = &http.Server{Handler: n.internalHandler(), ReadHeaderTimeout: 5 * time.Second}
-	// Peers multiplex their calls over one HTTP/2 connection (peerclient.go).
-	if err := http2.ConfigureServer(n.internal, &http2.Server{MaxConcurrentStreams: 1024}); err != nil {
-		return fmt.Errorf("internal channel: %w", err)
-	}
-
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.NodeID)
-	rc.HeartbeatTimeout = cfg.Raft.HeartbeatTimeout.Duration
-	rc.ElectionTimeout = cfg.Raft.ElectionTimeout.Duration
-	rc.LeaderLeaseTimeout = cfg.Raft.LeaderLeaseTimeout.Duration
-	rc.CommitTimeout = cfg.Raft.CommitTimeout.Duration
-	rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
-	rc.SnapshotInterval = cfg.Raft.SnapshotInterval.Duration
-	rc.TrailingLogs = cfg.Raft.TrailingLogs
-	rc.MaxAppendEntries = cfg.Raft.MaxAppendEntries
-	rc.BatchApplyCh = true
-	rc.Logger = n.hclog("raft")
+	rc := n.raftConfig()
 
 	// The FSM files persist across restarts. When they are consistent and
 	// not behind the newest snapshot, Raft skips the restore and replays
@@ -324,24 +259,124 @@ func (n *Node) startRaft(ctx context.Context) error {
 		defer n.wg.Done()
 		n.internal.Serve(internalLn)
 	}()
+	return n.bootstrap(logs, store, snaps)
+}
 
-	existing, err := raft.HasExistingState(logs, store, snaps)
+// openRaftStores opens the Raft log and snapshot store under raftDir,
+// their directory entries made durable.
+func (n *Node) openRaftStores(raftDir string) (*raftboltdb.BoltStore, raft.SnapshotStore, error) {
+	if err := os.MkdirAll(raftDir, 0o750); err != nil {
+		return nil, nil, fmt.Errorf("create raft dir %s: %w", raftDir, err)
+	}
+	logPath := filepath.Join(raftDir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open raft log %s: %w", logPath, err)
+	}
+	n.logStore = store
+	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, n.hclog("snapshot"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open snapshot store %s: %w", raftDir, err)
+	}
+	snaps := syncedSnapshotStore{FileSnapshotStore: fileSnaps, dir: filepath.Join(raftDir, "snapshots")}
+	// raft.db, snapshots/, raft/ and fsm/ may have just been created: their
+	// names must survive a power cut like the log inside them.
+	if err := syncDirs(raftDir, n.cfg.DataDir); err != nil {
+		return nil, nil, err
+	}
+	// The data dir's own name matters only on a first start; its parent
+	// may be read-only to this user (systemd's ProtectSystem).
+	if err := syncDir(filepath.Dir(filepath.Clean(n.cfg.DataDir))); err != nil {
+		n.log.Warn("could not fsync the data dir's parent", "error", err)
+	}
+	return store, snaps, nil
+}
+
+// listenRaftPort opens the raft port, shared by the Raft transport and
+// the internal channel, and returns the internal channel's listener.
+func (n *Node) listenRaftPort() (net.Listener, error) {
+	cfg := n.cfg
+	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return nil, fmt.Errorf("resolve raft_addr %s: %w", cfg.RaftAddr, err)
+	}
+	dials := map[string]string{}
+	for _, p := range cfg.Peers {
+		dials[p.ID] = p.RaftAddr
+		if p.DialAddr != "" {
+			dials[p.ID] = p.DialAddr
+		}
+	}
+	// Mutual TLS: the handshake completes before anything reaches Raft or
+	// the internal channel; ALPN tells the two apart.
+	refusals := &logThrottle{window: time.Minute, burst: 20}
+	layer, internalLn, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
+		tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
+			if ok, dropped := refusals.allow(time.Now()); ok {
+				n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
+			}
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
+	}
+	stream := raft.StreamLayer(layer)
+	n.closeRaftPort = func() { layer.Close(); internalLn.Close() }
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		ServerAddressProvider: &addressProvider{dial: dials},
+		Stream:                stream,
+		MaxPool:               4,
+		Timeout:               5 * time.Second,
+		Logger:                n.hclog("transport"),
+	})
+
+	n.internal = &http.Server{Handler: n.internalHandler(), ReadHeaderTimeout: 5 * time.Second}
+	// Peers multiplex their calls over one HTTP/2 connection (peerclient.go).
+	if err := http2.ConfigureServer(n.internal, &http2.Server{MaxConcurrentStreams: 1024}); err != nil {
+		return nil, fmt.Errorf("internal channel: %w", err)
+	}
+	return internalLn, nil
+}
+
+// raftConfig is Raft's configuration from [raft].
+func (n *Node) raftConfig() *raft.Config {
+	cfg := n.cfg
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.Raft.HeartbeatTimeout.Duration
+	rc.ElectionTimeout = cfg.Raft.ElectionTimeout.Duration
+	rc.LeaderLeaseTimeout = cfg.Raft.LeaderLeaseTimeout.Duration
+	rc.CommitTimeout = cfg.Raft.CommitTimeout.Duration
+	rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
+	rc.SnapshotInterval = cfg.Raft.SnapshotInterval.Duration
+	rc.TrailingLogs = cfg.Raft.TrailingLogs
+	rc.MaxAppendEntries = cfg.Raft.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.Logger = n.hclog("raft")
+	return rc
+}
+
+// bootstrap starts a new cluster of the configured peers on a box without
+// Raft state; a joining box waits to be added instead.
+func (n *Node) bootstrap(logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore) error {
+	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("inspect raft state: %w", err)
 	}
-	if !existing && cfg.Join {
-		n.log.Info("joining: waiting for the leader to add this node (POST /api/staff/cluster/members)")
+	if existing {
+		return nil
 	}
-	if !existing && !cfg.Join {
-		var servers []raft.Server
-		for _, p := range cfg.Peers {
-			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
-		}
-		// Every listed peer bootstraps the same configuration; Raft
-		// treats identical bootstraps as one.
-		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			return fmt.Errorf("bootstrap cluster: %w", err)
-		}
+	if n.cfg.Join {
+		n.log.Info("joining: waiting for the leader to add this node (POST /api/staff/cluster/members)")
+		return nil
+	}
+	var servers []raft.Server
+	for _, p := range n.cfg.Peers {
+		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+	}
+	// Every listed peer bootstraps the same configuration; Raft
+	// treats identical bootstraps as one.
+	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("bootstrap cluster: %w", err)
 	}
 	return nil
 }

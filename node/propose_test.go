@@ -243,3 +243,20 @@ func TestForwardRetriesWhenLeaderRefusesConnections(t *testing.T) {
 		t.Fatalf("SetIfAbsent through follower %d right after the leader stopped = %v, %v; want a retry on the new leader", fi, ok, err)
 	}
 }
+
+// An error the leader's state machine answers keeps its identity when the
+// command was forwarded: errors.Is answers the same on a follower.
+func TestForwardedErrorKeepsItsIdentity(t *testing.T) {
+	c := nodetest.Start(t, 3, lanTimeouts, nil, nil)
+	_, l := c.WaitLeader(5 * time.Second)
+	_, f := c.Follower()
+	// A type no node knows, flagged ignorable: every node skips it and
+	// answers ErrUnknownCommand.
+	p := node.Proposal{Type: 250, Version: 1, Flags: raftfsm.FlagIgnorable}
+	for name, n := range map[string]*node.Node{"leader": l, "follower": f} {
+		_, err := n.Propose(context.Background(), p)
+		if !errors.Is(err, raftfsm.ErrUnknownCommand) {
+			t.Errorf("Propose on the %s = %v; want errors.Is ErrUnknownCommand", name, err)
+		}
+	}
+}

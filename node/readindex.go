@@ -2,9 +2,16 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // readRounds shares one ReadIndex round among concurrent callers. A round
@@ -104,4 +111,175 @@ func (n *Node) sharedLeaderReadIndex(ctx context.Context) (uint64, error) {
 		d, _ := rctx.Deadline() // run always sets one
 		return n.leaderReadIndexWithin(time.Until(d))
 	}, n.ctx)
+}
+
+// leaderReadIndexWithin is the ReadIndex step on the leader: its commit
+// index, confirmed by a heartbeat round that it is still the leader.
+func (n *Node) leaderReadIndexWithin(timeout time.Duration) (uint64, error) {
+	if n.raft.State() != raft.Leader || !n.ready.Load() {
+		return 0, errors.New("not the ready leader")
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.verifyLeader(timeout); err != nil {
+		return 0, fmt.Errorf("verify leader: %w", err)
+	}
+	return idx, nil
+}
+
+// ConsistentRead waits until this node has applied everything the cluster
+// had committed when it was called (ReadIndex), so a local read after it
+// sees every acknowledged write, on any node.
+func (n *Node) ConsistentRead(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, retryWindow)
+	defer cancel()
+	backoff := 10 * time.Millisecond
+	for {
+		idx, err := n.readIndex(ctx)
+		if err == nil {
+			return n.fsm.WaitApplied(ctx, idx)
+		}
+		if n.raft.State() != raft.Leader && n.cutOff() {
+			return ErrNoQuorum
+		}
+		select {
+		case <-ctx.Done():
+			return ErrNoQuorum
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// ReadLocal prepares a read of the local replica. With a quorum it is
+// ConsistentRead (read-your-writes) and stale is false. Without one (two
+// boxes dead, or this one cut off) the kitchen still needs the orders this
+// box holds: it answers stale = true instead of an error. It decides so
+// quickly only on evidence: no leader known, or none heard from for a
+// while, for staleAfter (and only degradedTry while the previous read
+// found no quorum either). While a leader is in contact, a slow ReadIndex
+// (a busy box, an election just over) is waited for as ConsistentRead
+// does, so reads stay read-your-writes under load.
+func (n *Node) ReadLocal(ctx context.Context) (stale bool, err error) {
+	if err := n.fsm.Halted(); err != nil {
+		return false, err
+	}
+	patience := n.staleAfter()
+	if n.degraded.Load() {
+		patience = degradedTry
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, retryWindow)
+	defer cancel()
+	backoff := 10 * time.Millisecond
+	for wctx.Err() == nil {
+		// Each try is bounded: a leader that lost power answers nothing.
+		tctx, tcancel := context.WithTimeout(wctx, time.Second)
+		idx, err := n.readIndex(tctx)
+		tcancel()
+		if err == nil {
+			// The cluster answered; applying needs no quorum.
+			if n.fsm.WaitApplied(wctx, idx) == nil {
+				n.degraded.Store(false)
+				return false, nil
+			}
+			break
+		}
+		if !n.inContact() && time.Since(start) >= patience {
+			break
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err() // the caller went away; nothing to serve
+	}
+	if err := n.fsm.Halted(); err != nil {
+		return false, err
+	}
+	n.degraded.Store(true)
+	return true, nil
+}
+
+// degradedTry is how long a read tries for a ReadIndex while the previous
+// read found no quorum: long enough for a live leader's round trip.
+const degradedTry = 300 * time.Millisecond
+
+// staleAfter is how long a read without contact to a leader waits for one
+// before it serves the replica as stale: an election usually completes
+// within it, so reads stay read-your-writes through a failover.
+func (n *Node) staleAfter() time.Duration {
+	return min(max(time.Second, 4*n.cfg.Raft.ElectionTimeout.Duration), 3*time.Second)
+}
+
+// inContact reports that this node leads (a leader without a quorum steps
+// down within its lease) or heard from a known leader lately.
+func (n *Node) inContact() bool {
+	if n.raft.State() == raft.Leader {
+		return true
+	}
+	if _, id := n.raft.LeaderWithID(); id == "" {
+		return false
+	}
+	return time.Since(n.raft.LastContact()) <= max(time.Second, 2*n.cfg.Raft.ElectionTimeout.Duration)
+}
+
+// readIndex is the commit index of a ReadIndex round that started after
+// the call; concurrent callers share rounds (readindex.go).
+func (n *Node) readIndex(ctx context.Context) (uint64, error) {
+	if n.raft.State() == raft.Leader {
+		return n.sharedLeaderReadIndex(ctx)
+	}
+	return n.remoteRounds.do(ctx, n.remoteReadIndex, n.ctx)
+}
+
+// remoteReadIndex asks the leader for a ReadIndex round.
+func (n *Node) remoteReadIndex(ctx context.Context) (uint64, error) {
+	_, addr := n.LeaderID()
+	if addr == "" {
+		return 0, errors.New("no leader known")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.internalURL(addr, "/internal/readindex"), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
+	resp, err := n.peerHTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("read index from %s: %s", addr, b)
+	}
+	return strconv.ParseUint(string(b), 10, 64)
+}
+
+// cutOff reports that this node has heard from no leader for well over an
+// election (a partitioned follower), as opposed to a failover in progress.
+func (n *Node) cutOff() bool {
+	last := n.raft.LastContact()
+	if last.IsZero() {
+		last = n.started
+	}
+	grace := max(2*time.Second, 3*n.cfg.Raft.ElectionTimeout.Duration)
+	return time.Since(last) > grace
+}
+
+// verifyLeader confirms leadership with a heartbeat round, bounded: Raft's
+// VerifyLeader has no timeout of its own and can wait indefinitely when
+// leadership is lost in the middle of the round.
+func (n *Node) verifyLeader(timeout time.Duration) error {
+	err := n.await(n.raft.VerifyLeader(), timeout)
+	if errors.Is(err, errFutureTimeout) {
+		return errors.New("verify leader: timed out")
+	}
+	return err
 }

@@ -2,13 +2,11 @@ package orders
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	"masterorder/node"
 	"masterorder/orders/store"
-	"masterorder/raftfsm"
 )
 
 // NodeOptions are what the domain contributes to a node: its commands and
@@ -30,7 +28,7 @@ func Attach(n *node.Node, opts Options) (*Service, error) {
 	s.Routes(n.Echo())
 	// Full cluster status and /metrics are for staff (node/https.go).
 	n.SetStaffCheck(func(r *http.Request) bool { _, _, err := s.auth.Authenticate(r); return err == nil })
-	s.instrument()
+	s.instrument(n)
 	n.AddLeaderWorker("housekeeping", s.housekeepingWorker)
 	go s.rejectionFlusher()
 	n.AddLeaderWorker("printing", s.printWorker)
@@ -61,15 +59,6 @@ func (s *Service) Housekeep(ctx context.Context) error {
 	cmd := housekeepingCmd{Limit: 1000,
 		AuditKeepMs:   (time.Duration(s.cfg.Retention.AuditDays) * day).Milliseconds(),
 		ArchiveKeepMs: (time.Duration(s.cfg.Retention.ArchiveDays) * day).Milliseconds()}
-	_, err := s.apply(ctx, CmdHousekeeping, cmd)
+	_, err := refused(s.propose(ctx, CmdHousekeeping, cmd, false))
 	return err
-}
-
-// apply proposes a command outside an HTTP request (seeding, workers).
-func (s *Service) apply(ctx context.Context, t raftfsm.CommandType, cmd any) (Result, error) {
-	r, err := s.commit(ctx, t, cmd, false)
-	if err == nil && r.Status != 200 {
-		err = fmt.Errorf("%s: status %d %s", fmt.Sprint(t), r.Status, r.Reason)
-	}
-	return r, err
 }

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"encoding/json"
+	"net/http"
 
 	"masterorder/kv"
 	"masterorder/orders/store"
@@ -19,8 +20,6 @@ const (
 // callGapMs: at most one new call per session per 30 s of FSM time.
 const callGapMs = 30 * 1000
 
-func keyCallGap(sessionID string) string { return "callgap:" + sessionID }
-
 // validCallKind: the three buttons of the guest app.
 func validCallKind(k string) bool { return k == "staff" || k == "bill" || k == "water" }
 
@@ -37,21 +36,17 @@ type callDoneCmd struct {
 
 func (c callDoneCmd) valid() bool { return c.CallID > 0 }
 
-// registerCalls adds the call and day commands (called from register).
-func registerCalls(add func(raftfsm.CommandType, string, raftfsm.Handler)) {
-	add(CmdGuestCall, "orders.guestCall", applyGuestCall)
-	add(CmdCallDone, "orders.callDone", applyCallDone)
-	add(CmdCloseDay, "orders.closeDay", applyCloseDay)
+// registerCalls adds the call and day commands (called from registerTable).
+func registerCalls(tab commandTable) {
+	register(tab, CmdGuestCall, "orders.guestCall", applyGuestCall)
+	register(tab, CmdCallDone, "orders.callDone", applyCallDone)
+	register(tab, CmdCloseDay, "orders.closeDay", applyCloseDay)
 }
 
 // applyGuestCall decides a guest's call: a repeat of an open kind answers
 // the open call (a double tap is not a second call), otherwise a new call
 // is refused within callGapMs of the session's last one.
-func applyGuestCall(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c guestCallCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyGuestCall(ctx *raftfsm.ApplyContext, tx *kv.Tx, c guestCallCmd) ([]byte, error) {
 	s, out, err := activeSession(ctx, c.SessionID)
 	if out != nil || err != nil {
 		return out, err
@@ -61,15 +56,14 @@ func applyGuestCall(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 	} else if found {
 		return ok(open)
 	}
-	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
-	if e, live := t.Get(keyCallGap(c.SessionID)); live {
-		return json.Marshal(Result{Status: 429, Reason: "CALL_TOO_SOON", RetryAfterMs: e.ExpiresAt - ctx.Now})
+	if e, live := tx.Get(keyCallGap(c.SessionID)); live {
+		return json.Marshal(Result{Status: http.StatusTooManyRequests, Reason: "CALL_TOO_SOON", RetryAfterMs: e.ExpiresAt - ctx.Now})
 	}
 	call, err := store.InsertCall(ctx.DB, c.SessionID, s.TableID, c.Kind, ctx.WallTime)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.Put(keyCallGap(c.SessionID), nil, msDuration(callGapMs)); err != nil {
+	if err := tx.Put(keyCallGap(c.SessionID), nil, msDuration(callGapMs)); err != nil {
 		return nil, err
 	}
 	ctx.Emit("call.created", mustJSON(callEvent{Type: "call.created", Call: call}))
@@ -77,17 +71,13 @@ func applyGuestCall(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 }
 
 // applyCallDone marks a call done; done again answers it unchanged.
-func applyCallDone(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c callDoneCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyCallDone(ctx *raftfsm.ApplyContext, tx *kv.Tx, c callDoneCmd) ([]byte, error) {
 	call, found, err := store.GetCall(ctx.DB, c.CallID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "CALL_NOT_FOUND")
+		return reject(http.StatusNotFound, "CALL_NOT_FOUND")
 	}
 	if call.Status == store.CallDone {
 		return ok(call)
@@ -152,17 +142,13 @@ type DayClosed struct {
 
 // applyCloseDay records the end of the business day at this index: the
 // day's orders are those with seq after the previous close, up to here.
-func applyCloseDay(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c closeDayCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyCloseDay(ctx *raftfsm.ApplyContext, tx *kv.Tx, c closeDayCmd) ([]byte, error) {
 	open, err := store.CountActiveSessions(ctx.DB)
 	if err != nil {
 		return nil, err
 	}
 	if open > 0 && !c.Force {
-		return reject(409, "SESSIONS_OPEN")
+		return reject(http.StatusConflict, "SESSIONS_OPEN")
 	}
 	d, err := store.InsertDayClose(ctx.DB, c.Label, ctx.Index, ctx.Now, ctx.WallTime, c.Force)
 	if err != nil {

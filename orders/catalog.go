@@ -2,9 +2,14 @@ package orders
 
 import (
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
 
+	"masterorder/kv"
+	"masterorder/orders/admission"
 	"masterorder/orders/store"
+	"masterorder/raftfsm"
 )
 
 // keyCatalogVersion is still written by every menu write (it holds that
@@ -59,4 +64,128 @@ func (c *catalog) at(q store.DB) (map[string]store.MenuItem, error) {
 		return nil, err
 	}
 	return c.lookup(v, q)
+}
+
+// resolveLine finds a cart line's item and toppings in menu; found is
+// false for an unknown item or a topping the item does not allow. The
+// HTTP check (catalogKnows) and pricing inside Apply (priceCart) share it,
+// so they cannot disagree on what the menu knows.
+func resolveLine(menu map[string]store.MenuItem, l admission.Line) (m store.MenuItem, tops []store.Topping, found bool) {
+	m, found = menu[l.MenuID]
+	if !found {
+		return m, nil, false
+	}
+	for _, tid := range l.Toppings {
+		i := slices.IndexFunc(m.Toppings, func(t store.Topping) bool { return t.ToppingID == tid })
+		if i < 0 {
+			return m, nil, false
+		}
+		tops = append(tops, m.Toppings[i])
+	}
+	return m, tops, true
+}
+
+// priceCart prices normalized lines from the menu at this index. known is
+// false for an unknown item or topping; unavailable lists items staff
+// marked unavailable (the total counts them at their price, for row 12).
+func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []store.OrderItem, total int64, known bool, unavailable []string) {
+	for _, l := range lines {
+		m, tops, found := resolveLine(menu, l)
+		if !found {
+			return nil, 0, false, nil
+		}
+		if !m.Available {
+			unavailable = append(unavailable, m.MenuID)
+		}
+		item := store.OrderItem{MenuID: m.MenuID, Name: m.Name, Quantity: l.Quantity, Toppings: []store.ToppingRef{}, UnitPrice: m.Price}
+		for _, top := range tops {
+			item.Toppings = append(item.Toppings, store.ToppingRef{ToppingID: top.ToppingID, Name: top.Name, Price: top.Price})
+			item.UnitPrice += top.Price
+		}
+		item.LineTotal = item.UnitPrice * int64(l.Quantity)
+		total += item.LineTotal
+		items = append(items, item)
+	}
+	return items, total, true, unavailable
+}
+
+type skuUnits struct {
+	sku string
+	n   int64
+}
+
+// unitsPerSKU sums what a cart takes per sku, in a stable order: a line of
+// quantity 2 with topping egg takes 2 of the item and 2 of egg.
+func unitsPerSKU(lines []admission.Line) []skuUnits {
+	var out []skuUnits
+	idx := map[string]int{}
+	add := func(sku string, n int64) {
+		if i, ok := idx[sku]; ok {
+			out[i].n += n
+			return
+		}
+		idx[sku] = len(out)
+		out = append(out, skuUnits{sku, n})
+	}
+	for _, l := range lines {
+		add(l.MenuID, int64(l.Quantity))
+		for _, t := range l.Toppings {
+			add(t, int64(l.Quantity))
+		}
+	}
+	return out
+}
+
+// ---- commands ----
+
+type upsertMenuCmd struct {
+	Item store.MenuItem `json:"item"`
+}
+
+func applyUpsertMenu(ctx *raftfsm.ApplyContext, tx *kv.Tx, c upsertMenuCmd) ([]byte, error) {
+	if err := store.UpsertMenuItem(ctx.DB, c.Item); err != nil {
+		return nil, err
+	}
+	// Every version writes it: a v1 write after a v2 one must change the
+	// cache key too, or nodes would price with different menus.
+	if err := store.SetCatalogVersion(ctx.DB, int64(ctx.Index)); err != nil {
+		return nil, err
+	}
+	if err := tx.Put(keyCatalogVersion, []byte(fmt.Sprint(ctx.Index)), 0); err != nil {
+		return nil, err
+	}
+	item, _, err := store.GetMenuItem(ctx.DB, c.Item.MenuID)
+	if err != nil {
+		return nil, err
+	}
+	ctx.Emit("menu.updated", nil)
+	return ok(item)
+}
+
+type setStockCmd struct {
+	SKU      string `json:"sku"`
+	Quantity *int64 `json:"quantity"`
+	// RequestID names the staff request; the FSM remembers it, so the
+	// command applied twice (a forward retried after an unknown outcome)
+	// changes stock once.
+	RequestID string `json:"requestId,omitempty"`
+}
+
+func applySetStock(ctx *raftfsm.ApplyContext, tx *kv.Tx, c setStockCmd) ([]byte, error) {
+	if out, done := recalled(tx, c.RequestID); done {
+		return out, nil
+	}
+	exists, err := store.SKUExists(ctx.DB, c.SKU)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return reject(http.StatusNotFound, "SKU_NOT_FOUND")
+	}
+	if err := store.SetStock(ctx.DB, c.SKU, c.Quantity); err != nil {
+		return nil, err
+	}
+	ctx.Emit("menu.updated", nil)
+	out, err := ok(store.StockLevel{SKU: c.SKU, Quantity: c.Quantity})
+	return remember(tx, c.RequestID, out, err)
 }

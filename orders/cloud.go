@@ -84,16 +84,12 @@ func (o outbox) MarkSynced(ctx context.Context, seqs []uint64) error {
 	for _, s := range seqs {
 		cmd.Seqs = append(cmd.Seqs, int64(s))
 	}
-	_, err := o.s.apply(ctx, CmdOutboxSynced, cmd)
+	_, err := refused(o.s.propose(ctx, CmdOutboxSynced, cmd, false))
 	return err
 }
 
-func applyCloudState(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c cloudState
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
-	if err := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index).Put(keyCloudState, mustJSON(c), 0); err != nil {
+func applyCloudState(ctx *raftfsm.ApplyContext, tx *kv.Tx, c cloudState) ([]byte, error) {
+	if err := tx.Put(keyCloudState, mustJSON(c), 0); err != nil {
 		return nil, err
 	}
 	return ok(c)
@@ -103,7 +99,7 @@ func applyCloudState(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) 
 // on the leader.
 func (s *Service) startCloudSync(n *node.Node) error {
 	fc := s.cfg.Firestore
-	n.SetCloudSyncStatus(s.cloudStatus)
+	n.AddStatus(func(st *node.Status) { st.CloudSync = s.cloudStatus() })
 	if !fc.Enabled {
 		// Without a cloud nobody reads the outbox: the leader drains it,
 		// so a store that never syncs keeps a bounded table.
@@ -150,7 +146,7 @@ func (s *Service) trimOutbox(ctx context.Context) {
 		}
 		changes, err := outbox{s}.pendingSeqs(1000)
 		if err == nil && len(changes) > 0 {
-			_, err = s.apply(ctx, CmdOutboxSynced, outboxSyncedCmd{Seqs: changes})
+			_, err = refused(s.propose(ctx, CmdOutboxSynced, outboxSyncedCmd{Seqs: changes}, false))
 		}
 		if err != nil && ctx.Err() == nil {
 			s.node.Logger().Warn("trim outbox", "error", err)
@@ -180,7 +176,7 @@ func (s *Service) replicateCloudState(ctx context.Context, syncer *cloudsync.Syn
 		st := syncer.Status()
 		cur := cloudState{Online: st.Online, LastError: st.LastError}
 		if last == nil || cur.Online != last.Online || !sameStr(cur.LastError, last.LastError) {
-			if _, err := s.apply(ctx, CmdCloudState, cur); err == nil {
+			if _, err := refused(s.propose(ctx, CmdCloudState, cur, false)); err == nil {
 				last = &cur
 			}
 		}
@@ -208,7 +204,11 @@ type CloudSyncStatus struct {
 	LastError  *string `json:"lastError"`
 }
 
-func (s *Service) cloudStatus() any {
+// cloudStatus is status.cloudSync now (cloudStatusFn when a test set it).
+func (s *Service) cloudStatus() CloudSyncStatus {
+	if s.cloudStatusFn != nil {
+		return s.cloudStatusFn()
+	}
 	st := CloudSyncStatus{Enabled: s.cfg.Firestore.Enabled}
 	s.query(func(db store.DB) error {
 		n, err := store.CountOutbox(db)

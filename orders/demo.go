@@ -42,17 +42,17 @@ func (s *Service) SeedDemo(ctx context.Context) (sessionID, pin string, err erro
 	}
 	if empty {
 		for _, m := range demoMenu() {
-			if _, err := s.apply(ctx, CmdUpsertMenu, upsertMenuCmd{Item: m}); err != nil {
+			if _, err := refused(s.propose(ctx, CmdUpsertMenu, upsertMenuCmd{Item: m}, false)); err != nil {
 				return "", "", err
 			}
 		}
 		for sku, q := range map[string]*int64{"tsukemen": p64(20), "karaage": p64(15), "chashu": p64(30), "egg": p64(40), "chashudon": p64(0)} {
-			if _, err := s.apply(ctx, CmdSetStock, setStockCmd{SKU: sku, Quantity: q}); err != nil {
+			if _, err := refused(s.propose(ctx, CmdSetStock, setStockCmd{SKU: sku, Quantity: q}, false)); err != nil {
 				return "", "", err
 			}
 		}
 	}
-	r, err := s.apply(ctx, CmdOpenSession, openSessionCmd{SessionID: newSessionID(), TableID: "T1", PIN: newPIN()})
+	r, err := refused(s.propose(ctx, CmdOpenSession, openSessionCmd{SessionID: newSessionID(), TableID: "T1", PIN: newPIN()}, false))
 	if err != nil {
 		return "", "", err
 	}

@@ -1,39 +1,21 @@
 package orders_test
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
-	"masterorder/node/staffauth"
 	"masterorder/orders"
+	"masterorder/orders/orderstest"
 )
 
 const staffPassword = "pw-for-tests"
 
-var (
-	hashOnce sync.Once
-	pwHash   string
-)
-
-func passwordHash(t testing.TB) string {
-	hashOnce.Do(func() {
-		h, err := staffauth.HashPassword(staffPassword)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pwHash = h
-	})
-	return pwHash
-}
+func passwordHash(t testing.TB) string { return orderstest.PasswordHash(t, staffPassword) }
 
 // store is a running 3-node cluster with the domain attached.
 type store struct {
@@ -59,15 +41,8 @@ func startStore(t testing.TB, n int, mutate func(i int, c *node.Config), tune ..
 // test (extra test-only commands, say).
 func startStoreWith(t testing.TB, n int, mutate func(i int, c *node.Config), options func(i int) node.Options) *store {
 	t.Helper()
-	s := &store{t: t, svcs: make([]*orders.Service, n), http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
-	hash := passwordHash(t)
-	s.c = nodetest.Start(t, n, mutate, options, func(i int, nd *node.Node) {
-		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: hash})
-		if err != nil {
-			t.Fatalf("attach: %v", err)
-		}
-		s.svcs[i] = svc
-	})
+	st := orderstest.Start(t, n, mutate, options, orders.Options{StaffPasswordHash: passwordHash(t)})
+	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	s.token = s.login(0)
 	return s
 }
@@ -84,58 +59,15 @@ func (s *store) running(i int) int {
 
 func (s *store) url(i int) string { return "http://" + s.c.Configs[i].HTTPAddr }
 
-type resp struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
+type resp struct{ orderstest.Resp }
 
-func (r resp) json(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.Body, err)
-	}
-}
+func (r resp) json(t testing.TB, v any) { t.Helper(); r.Decode(t, v) }
 
-func (r resp) reason(t testing.TB) string {
-	var e struct {
-		ReasonCode string `json:"reasonCode"`
-	}
-	json.Unmarshal(r.Body, &e)
-	return e.ReasonCode
-}
+func (r resp) reason(testing.TB) string { return r.Reason() }
 
 func (s *store) do(i int, method, path string, hdr map[string]string, body any) resp {
 	s.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = bytes.NewReader([]byte(b))
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, s.url(i)+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := s.http.Do(req)
-	if err != nil {
-		return resp{Status: -1, Body: []byte(err.Error())}
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return resp{Status: res.StatusCode, Header: res.Header, Body: b}
+	return resp{orderstest.Do(s.t, s.http, method, s.url(i)+path, hdr, body)}
 }
 
 func (s *store) login(i int) string {

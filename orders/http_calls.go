@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/httpapi"
 	"masterorder/orders/store"
 )
 
@@ -24,8 +25,8 @@ func (s *Service) guestCall(c echo.Context) error {
 	var in struct {
 		Kind string `json:"kind"`
 	}
-	if err := decodeStrict(c, &in); err != nil {
-		return s.badBody(c, err, "INVALID_REQUEST")
+	if err := httpapi.DecodeBody(c, &in); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_REQUEST")
 	}
 	if !validCallKind(in.Kind) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
@@ -35,7 +36,7 @@ func (s *Service) guestCall(c echo.Context) error {
 		return err
 	}
 	// Idempotent: applied twice, the second answers the open call.
-	r, err := s.propose(c, CmdGuestCall, guestCallCmd{SessionID: sess.SessionID, Kind: in.Kind}, true)
+	r, err := s.propose(c.Request().Context(), CmdGuestCall, guestCallCmd{SessionID: sess.SessionID, Kind: in.Kind}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -62,20 +63,9 @@ func (s *Service) callDone(c echo.Context) error {
 	if err != nil || id < 1 {
 		return s.fail(c, http.StatusNotFound, "CALL_NOT_FOUND", 0, nil)
 	}
-	r, err := s.propose(c, CmdCallDone, callDoneCmd{CallID: id}, true)
+	r, err := s.propose(c.Request().Context(), CmdCallDone, callDoneCmd{CallID: id}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
 	return s.respond(c, r)
-}
-
-// Reason codes of calls and day close (kept here, beside their use).
-func init() {
-	for code, m := range map[string][2]string{
-		"CALL_TOO_SOON":  {"先ほどお呼び出しを承りました。少々お待ちください。", "We just received your call. Please wait a moment."},
-		"CALL_NOT_FOUND": {"呼び出しが見つかりません。", "Call not found."},
-		"SESSIONS_OPEN":  {"お会計の済んでいないテーブルがあります。", "Some tables have not been checked out yet."},
-	} {
-		messages[code] = m
-	}
 }

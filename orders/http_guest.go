@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/httpapi"
 	"masterorder/orders/admission"
 	"masterorder/orders/store"
 )
@@ -73,7 +74,7 @@ func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
 	}
 	if !right {
 		defer release()
-		if _, err := s.propose(c, CmdPINFailure, pinFailureCmd{SessionID: id, Client: client, Addr: addr, Node: s.cfg.NodeID}, false); err != nil {
+		if _, err := s.propose(c.Request().Context(), CmdPINFailure, pinFailureCmd{SessionID: id, Client: client, Addr: addr, Node: s.cfg.NodeID}, false); err != nil {
 			return sess, false, s.failErr(c, err)
 		}
 		// Our replica counts this failure before the guard forgets it.
@@ -182,7 +183,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	// Row 2: the body.
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		return s.badBody(c, err, "INVALID_ORDER")
+		return httpapi.BadBody(c, err, "INVALID_ORDER")
 	}
 	req, err := admission.DecodeOrder(body)
 	if err != nil {
@@ -235,7 +236,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	// is proposed again and answers as the first time (same attempt),
 	// never a second order. A staff order's answer is the order object,
 	// from the command itself: a committed order never answers an error.
-	r, err := s.propose(c, CmdPlaceOrder, cmd, key != "")
+	r, err := s.propose(c.Request().Context(), CmdPlaceOrder, cmd, key != "")
 	if err == nil && r.Status == http.StatusOK && !r.Replay {
 		refund() // admitted orders are bounded by the burst window already
 	}
@@ -256,18 +257,8 @@ func (s *Service) catalogKnows(lines []admission.Line) (empty, known bool, err e
 		return true, false, nil
 	}
 	for _, l := range lines {
-		m, found := menu[l.MenuID]
-		if !found {
+		if _, _, found := resolveLine(menu, l); !found {
 			return false, false, nil
-		}
-		for _, t := range l.Toppings {
-			allowed := false
-			for _, mt := range m.Toppings {
-				allowed = allowed || mt.ToppingID == t
-			}
-			if !allowed {
-				return false, false, nil
-			}
 		}
 	}
 	return false, true, nil

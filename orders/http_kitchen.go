@@ -12,7 +12,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"masterorder/node/staffauth"
+	"masterorder/httpapi"
+	"masterorder/orders/staffauth"
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 )
@@ -171,8 +172,8 @@ func (s *Service) kitchenStreamTicket(c echo.Context) error {
 	// The body is {}: nothing is asked, and a body that is something else
 	// is a confused or hostile client (400, like every other write).
 	var req map[string]json.RawMessage
-	if err := decodeStrict(c, &req); err != nil || req == nil || len(req) != 0 {
-		return s.badBody(c, err, "INVALID_REQUEST")
+	if err := httpapi.DecodeBody(c, &req); err != nil || req == nil || len(req) != 0 {
+		return httpapi.BadBody(c, err, "INVALID_REQUEST")
 	}
 	cl, _ := staffauth.ClaimsFrom(c)
 	ticket, expires := s.auth.Issuer().IssueTicket(cl)

@@ -15,9 +15,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/httpapi"
 	"masterorder/kv"
-	"masterorder/node/staffauth"
 	"masterorder/orders/admission"
+	"masterorder/orders/staffauth"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
@@ -28,7 +29,7 @@ func decodeStrict(c echo.Context, v any) error {
 	if err != nil {
 		return err
 	}
-	return admission.DecodeStrict(body, v)
+	return httpapi.DecodeStrict(body, v)
 }
 
 // tooLarge tells a body-limit error apart (413) from bad JSON (400).
@@ -55,8 +56,8 @@ func (s *Service) login(c echo.Context) error {
 	var req struct {
 		Password *string `json:"password"`
 	}
-	if err := decodeStrict(c, &req); err != nil || req.Password == nil || len(*req.Password) > 200 {
-		return s.badBody(c, err, "INVALID_REQUEST")
+	if err := httpapi.DecodeBody(c, &req); err != nil || req.Password == nil || len(*req.Password) > 200 {
+		return httpapi.BadBody(c, err, "INVALID_REQUEST")
 	}
 	if wait, locked := s.loginLocked(staffauth.Key(addr)); locked {
 		return s.fail(c, http.StatusTooManyRequests, "LOGIN_LOCKED", wait, nil)
@@ -127,7 +128,7 @@ func (s *Service) logout(c echo.Context) error {
 	if fsm := time.UnixMilli(s.node.FSMNow()); cl.ExpiresAt.After(fsm) {
 		ttl = cl.ExpiresAt.Sub(fsm)
 	}
-	r, err := s.propose(c, CmdRevokeToken, revokeTokenCmd{TokenID: cl.ID, TTLms: ttl.Milliseconds() + 60_000}, true)
+	r, err := s.propose(c.Request().Context(), CmdRevokeToken, revokeTokenCmd{TokenID: cl.ID, TTLms: ttl.Milliseconds() + 60_000}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -198,8 +199,8 @@ func (s *Service) putMenu(c echo.Context) error {
 		return s.fail(c, http.StatusBadRequest, "INVALID_ID", 0, nil)
 	}
 	var in menuInput
-	if err := decodeStrict(c, &in); err != nil {
-		return s.badBody(c, err, "INVALID_MENU_ITEM")
+	if err := httpapi.DecodeBody(c, &in); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_MENU_ITEM")
 	}
 	item, ok := in.item(menuID)
 	if !ok {
@@ -217,7 +218,7 @@ func (s *Service) putMenu(c echo.Context) error {
 			return staffauth.Forbid(c)
 		}
 	}
-	r, err := s.propose(c, CmdUpsertMenu, upsertMenuCmd{Item: item}, true)
+	r, err := s.propose(c.Request().Context(), CmdUpsertMenu, upsertMenuCmd{Item: item}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -247,8 +248,8 @@ func (s *Service) putStock(c echo.Context) error {
 		Quantity json.RawMessage `json:"quantity"`
 		SKU      string          `json:"sku"`
 	}
-	if err := decodeStrict(c, &in); err != nil {
-		return s.badBody(c, err, "INVALID_STOCK")
+	if err := httpapi.DecodeBody(c, &in); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_STOCK")
 	}
 	if len(in.Quantity) == 0 || (in.SKU != "" && in.SKU != sku) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_STOCK", 0, nil)
@@ -268,7 +269,7 @@ func (s *Service) putStock(c echo.Context) error {
 	}
 	// Idempotent by construction: the request id makes a second commit of
 	// this command (a forward retried after an unknown outcome) a no-op.
-	r, err := s.propose(c, CmdSetStock, setStockCmd{SKU: sku, Quantity: qty, RequestID: newRequestID()}, true)
+	r, err := s.propose(c.Request().Context(), CmdSetStock, setStockCmd{SKU: sku, Quantity: qty, RequestID: newRequestID()}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -298,14 +299,14 @@ func (s *Service) openSession(c echo.Context) error {
 	var in struct {
 		TableID string `json:"tableId"`
 	}
-	if err := decodeStrict(c, &in); err != nil {
-		return s.badBody(c, err, "INVALID_TABLE")
+	if err := httpapi.DecodeBody(c, &in); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_TABLE")
 	}
 	if !admission.ValidID(in.TableID) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_TABLE", 0, nil)
 	}
 	cmd := openSessionCmd{SessionID: newSessionID(), TableID: in.TableID, PIN: newPIN()}
-	r, err := s.propose(c, CmdOpenSession, cmd, false)
+	r, err := s.propose(c.Request().Context(), CmdOpenSession, cmd, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -362,13 +363,13 @@ func (s *Service) checkoutStep(t raftfsm.CommandType) echo.HandlerFunc {
 		if t == CmdCheckout {
 			body, err := io.ReadAll(c.Request().Body)
 			if err != nil {
-				return s.badBody(c, err, "INVALID_REQUEST")
+				return httpapi.BadBody(c, err, "INVALID_REQUEST")
 			}
 			if len(bytes.TrimSpace(body)) > 0 {
 				var in struct {
 					Payment *string `json:"payment"`
 				}
-				if err := admission.DecodeStrict(body, &in); err != nil || in.Payment != nil && (*in.Payment == "" || !validPayment(*in.Payment)) {
+				if err := httpapi.DecodeStrict(body, &in); err != nil || in.Payment != nil && (*in.Payment == "" || !validPayment(*in.Payment)) {
 					return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
 				}
 				if in.Payment != nil {
@@ -378,7 +379,7 @@ func (s *Service) checkoutStep(t raftfsm.CommandType) echo.HandlerFunc {
 		}
 		// Every step carries its request id, so retrying any of them after
 		// an unknown outcome applies it once.
-		r, err := s.propose(c, t, cmd, true)
+		r, err := s.propose(c.Request().Context(), t, cmd, true)
 		if err != nil {
 			return s.failErr(c, err)
 		}
@@ -401,15 +402,15 @@ func (s *Service) patchOrder(c echo.Context) error {
 	var in struct {
 		Status string `json:"status"`
 	}
-	if err := decodeStrict(c, &in); err != nil {
-		return s.badBody(c, err, "INVALID_STATUS")
+	if err := httpapi.DecodeBody(c, &in); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_STATUS")
 	}
 	switch in.Status {
 	case store.StatusAccepted, store.StatusCooking, store.StatusReady, store.StatusServed, store.StatusCancelled:
 	default:
 		return s.fail(c, http.StatusBadRequest, "INVALID_STATUS", 0, nil)
 	}
-	r, err := s.propose(c, CmdSetOrderStatus, setOrderStatusCmd{OrderID: id, Status: in.Status, Node: s.cfg.NodeID}, false)
+	r, err := s.propose(c.Request().Context(), CmdSetOrderStatus, setOrderStatusCmd{OrderID: id, Status: in.Status, Node: s.cfg.NodeID}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -445,7 +446,7 @@ func validKey(k string) bool { return printable(k, kv.MaxKeyLen) }
 func (s *Service) listLocks(c echo.Context) error {
 	prefix := c.QueryParam("prefix")
 	if prefix == "" {
-		prefix = "lock:"
+		prefix = prefixLock
 	}
 	if !validKey(prefix) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_KEY", 0, nil)
@@ -475,7 +476,7 @@ func (s *Service) releaseLock(c echo.Context) error {
 	if err != nil || !validKey(key) || !releasableKey(key) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_KEY", 0, nil)
 	}
-	r, err := s.propose(c, CmdForceRelease, forceReleaseCmd{Key: key, Node: s.cfg.NodeID}, false)
+	r, err := s.propose(c.Request().Context(), CmdForceRelease, forceReleaseCmd{Key: key, Node: s.cfg.NodeID}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 // A script fires 64 wrong logins at once from one address: the limiter

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"masterorder/kv"
-	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
 
@@ -23,49 +21,6 @@ const (
 	loginLockMs     = 10 * 60 * 1000
 	loginBcryptWait = 3 * time.Second
 )
-
-func keyLoginFail(addrKey string) string { return "loginfail:" + addrKey }
-func keyLoginLock(addrKey string) string { return "loginlock:" + addrKey }
-
-const keyLoginBudget = "loginlock:budget"
-
-type loginFailureCmd struct {
-	Addr string `json:"addr"`
-	Node string `json:"node"`
-}
-
-func applyLoginFailure(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c loginFailureCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
-	if !validText(c.Addr, 64, true) {
-		return ok(struct{}{})
-	}
-	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
-	n, err := bumpCounter(t, keyLoginFail(c.Addr), loginWindowMs)
-	if err != nil {
-		return nil, err
-	}
-	if n >= loginAddrLimit {
-		if err := t.Put(keyLoginLock(c.Addr), nil, msDuration(loginLockMs)); err != nil {
-			return nil, err
-		}
-	}
-	all, err := bumpCounter(t, "loginfail:all", loginWindowMs)
-	if err != nil {
-		return nil, err
-	}
-	if all >= loginBudget {
-		if err := t.Put(keyLoginBudget, nil, msDuration(loginWindowMs)); err != nil {
-			return nil, err
-		}
-	}
-	if err := store.InsertAudit(ctx.DB, store.Audit{At: ctx.WallTime, ReasonCode: "INVALID_PASSWORD", Node: c.Node, Detail: "from " + c.Addr}); err != nil {
-		return nil, err
-	}
-	return ok(struct{}{})
-}
 
 // loginLocked reads the cluster-wide lock for an address from the local
 // replica.
@@ -88,5 +43,5 @@ func (s *Service) loginLocked(addrKey string) (time.Duration, bool) {
 func (s *Service) recordLoginFailure(ctx context.Context, addrKey string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s.commit(ctx, CmdLoginFailure, loginFailureCmd{Addr: addrKey, Node: s.cfg.NodeID}, false)
+	s.propose(ctx, CmdLoginFailure, loginFailureCmd{Addr: addrKey, Node: s.cfg.NodeID}, false)
 }

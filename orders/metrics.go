@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"masterorder/node"
 	"masterorder/orders/admission"
 )
 
@@ -32,8 +33,8 @@ const (
 
 // instrument registers the domain's metrics on the node's registry and
 // counts every order request.
-func (s *Service) instrument() {
-	reg := s.node.Metrics()
+func (s *Service) instrument(n *node.Node) {
+	reg := n.Metrics()
 	m := &orderMetrics{
 		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "masterorder_orders_admitted_total",
 			Help: "Orders admitted (new orders), by source (guest, staff)."}, []string{"source"}),
@@ -46,11 +47,11 @@ func (s *Service) instrument() {
 			Help:    "Order request handling time on this node, by outcome (admitted, replayed, rejected).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"source", "outcome"}),
 	}
-	reg.MustRegister(m.admitted, m.replayed, m.rejected, m.latency,
+	reg.MustRegister(m.admitted, m.replayed, m.rejected, m.latency, cloudCollector{s},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "masterorder_sse_clients",
 			Help: "Kitchen screens connected to this node's event stream."},
 			func() float64 { return float64(s.hub.Clients()) }))
-	s.node.Echo().Use(m.middleware)
+	n.Echo().Use(m.middleware)
 }
 
 // middleware times the order endpoints and classifies their answers.
@@ -128,3 +129,42 @@ func (t *bodyTap) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (t *bodyTap) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// cloudCollector reports the cloud sync figures from status.cloudSync.
+type cloudCollector struct{ s *Service }
+
+var (
+	descCloudPending = prometheus.NewDesc("masterorder_cloudsync_pending", "Outbox changes not yet pushed to Firestore.", nil, nil)
+	descCloudLag     = prometheus.NewDesc("masterorder_cloudsync_lag_seconds", "How far Firestore is behind while changes are pending (0 when none are).", nil, nil)
+	descCloudOnline  = prometheus.NewDesc("masterorder_cloudsync_online", "1 when the last call to Firestore succeeded.", nil, nil)
+	descCloudEnabled = prometheus.NewDesc("masterorder_cloudsync_enabled", "1 when cloud sync is configured.", nil, nil)
+)
+
+func (c cloudCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descCloudPending
+	ch <- descCloudLag
+	ch <- descCloudOnline
+	ch <- descCloudEnabled
+}
+
+func (c cloudCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.cloudStatus()
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	// The lag is the time since the last successful sync while changes
+	// are pending; zero when nothing is.
+	var lag time.Duration
+	if st.Pending > 0 && st.LastSyncAt != nil {
+		if t, err := time.Parse(time.RFC3339Nano, *st.LastSyncAt); err == nil {
+			lag = max(time.Since(t), 0)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descCloudEnabled, prometheus.GaugeValue, b(st.Enabled))
+	ch <- prometheus.MustNewConstMetric(descCloudOnline, prometheus.GaugeValue, b(st.Online))
+	ch <- prometheus.MustNewConstMetric(descCloudPending, prometheus.GaugeValue, float64(st.Pending))
+	ch <- prometheus.MustNewConstMetric(descCloudLag, prometheus.GaugeValue, lag.Seconds())
+}

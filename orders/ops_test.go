@@ -19,6 +19,7 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
+	"masterorder/orders/orderstest"
 )
 
 // Operations through the HTTP API: membership calls, backup and restore,
@@ -108,48 +109,7 @@ func TestMembersEndpoints(t *testing.T) {
 // (the FSM's own bookkeeping table excluded).
 func tables(t *testing.T, n *node.Node) map[string][]string {
 	t.Helper()
-	out := map[string][]string{}
-	err := n.FSM().Query(func(db *sql.DB) error {
-		rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' AND name <> '_fsm_meta' ORDER BY name`)
-		if err != nil {
-			return err
-		}
-		var names []string
-		for rows.Next() {
-			var name string
-			rows.Scan(&name)
-			names = append(names, name)
-		}
-		rows.Close()
-		for _, name := range names {
-			rs, err := db.Query(`SELECT * FROM "` + name + `" ORDER BY rowid`)
-			if err != nil {
-				return err
-			}
-			cols, _ := rs.Columns()
-			for rs.Next() {
-				vals := make([]any, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				if err := rs.Scan(ptrs...); err != nil {
-					rs.Close()
-					return err
-				}
-				out[name] = append(out[name], fmt.Sprintf("%v", vals))
-			}
-			rs.Close()
-			if _, ok := out[name]; !ok {
-				out[name] = nil
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return orders.FSMTables(t, n.FSM())
 }
 
 func TestBackupRestoreRoundTrip(t *testing.T) {
@@ -207,14 +167,8 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	if _, err := node.RestoreBackup(cfg, orders.NodeOptions(), bytes.NewReader(backup)); err == nil {
 		t.Fatal("a second restore into the same data dir was accepted")
 	}
-	one := &store{t: t, svcs: make([]*orders.Service, 1), http: s.http}
-	one.c = nodetest.StartConfigs(t, []node.Config{cfg}, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
-		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: passwordHash(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		one.svcs[i] = svc
-	})
+	st := orderstest.StartConfigs(t, []node.Config{cfg}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
+	one := &store{t: t, c: st.Cluster, svcs: st.Svcs, http: s.http}
 	restored := one.c.Nodes[0]
 	if got := tables(t, restored); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("restored tables differ:\n got %v\nwant %v", got, want)
@@ -311,9 +265,8 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("kitchen stream: %v %v", err, res)
 	}
 	defer res.Body.Close()
-	f.SetCloudSyncStatus(func() any {
-		return map[string]any{"enabled": true, "online": false, "pending": 3, "lastSyncAt": time.Now().Add(-90 * time.Second)}
-	})
+	lastSync := time.Now().Add(-90 * time.Second).UTC().Format(time.RFC3339Nano)
+	s.svcs[fi].SetCloudStatus(orders.CloudSyncStatus{Enabled: true, Online: false, Pending: 3, LastSyncAt: &lastSync})
 	if err := f.Raft().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -396,18 +349,12 @@ func TestHousekeepingArchivesAndPrunes(t *testing.T) {
 	for i := range offset {
 		offset[i].Store(int64(-50 * 365 * 24 * time.Hour))
 	}
-	s := &store{t: t, svcs: make([]*orders.Service, 3), http: &http.Client{Timeout: 15 * time.Second}}
-	s.c = nodetest.Start(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 }, func(i int) node.Options {
+	st := orderstest.Start(t, 3, func(_ int, c *node.Config) { c.Admission.SessionBurst.Duration = 0 }, func(i int) node.Options {
 		o := orders.NodeOptions()
 		o.WallClock = func() time.Time { return time.Now().Add(time.Duration(offset[i].Load())) }
 		return o
-	}, func(i int, nd *node.Node) {
-		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: passwordHash(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.svcs[i] = svc
-	})
+	}, orders.Options{StaffPasswordHash: passwordHash(t)})
+	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, http: &http.Client{Timeout: 15 * time.Second}}
 	first, _ := s.c.WaitLeader(5 * time.Second)
 	for i := range offset {
 		if i != first {

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"masterorder/kv"
@@ -61,143 +62,205 @@ type cachedResult struct {
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// applyPlaceOrder runs the whole admission gate and saves the order, in the
-// decision order of API.md. Rejections write only their audit row.
-func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([]byte, error) {
-	var c placeOrderCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
+// placeOrderWith is the placeOrder handler pricing with cat, this node's
+// menu cache.
+func placeOrderWith(cat *catalog) applyFunc[placeOrderCmd] {
+	return func(ctx *raftfsm.ApplyContext, tx *kv.Tx, c placeOrderCmd) ([]byte, error) {
+		return applyPlaceOrder(&placement{ctx: ctx, tx: tx, c: c, audit: store.Audit{At: ctx.WallTime,
+			RequestID: c.RequestID, ClientID: c.ClientID, SessionID: c.SessionID, Node: c.Node}}, cat)
 	}
-	t := kv.NewTx(ctx.Bolt, ctx.Now, ctx.Index)
-	audit := store.Audit{At: ctx.WallTime, RequestID: c.RequestID, ClientID: c.ClientID, SessionID: c.SessionID, Node: c.Node}
-	rejectAudited := func(status int, reason string, retryAfterMs int64, skus []string) ([]byte, error) {
-		audit.ReasonCode = reason
-		if err := store.InsertAudit(ctx.DB, audit); err != nil {
-			return nil, err
-		}
-		return json.Marshal(Result{Status: status, Reason: reason, RetryAfterMs: retryAfterMs, SKUs: skus})
-	}
-	// answer is a success: a staff order's is the whole order object, read
-	// here at this index, so the handler never reads after the commit.
-	answer := func(body successBody, replay bool) ([]byte, error) {
-		var b []byte
-		var err error
-		if c.Source == "staff" {
-			b, err = staffBody(ctx, body)
-		} else {
-			b, err = json.Marshal(body)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(Result{Status: 200, Replay: replay, Body: b})
-	}
-	replay := func(r cachedResult, reason string) ([]byte, error) {
-		body := r.Body
-		audit.ReasonCode, audit.IdempotentReplay, audit.OrderID = reason, true, body.OrderID
-		if err := store.InsertAudit(ctx.DB, audit); err != nil {
-			return nil, err
-		}
-		// The same attempt is this very request committed again by the
-		// forwarding layer: the guest's first answer, not a replay.
-		own := c.Attempt != "" && r.Attempt == c.Attempt
-		body.IdempotentReplay = !own
-		return answer(body, !own)
-	}
+}
 
-	// Row 3 again, inside Apply: checkout may have closed the session since
-	// the node looked.
-	sess, exists, err := store.GetSession(ctx.DB, c.SessionID)
+// applyPlaceOrder runs the whole admission gate and saves the order, in the
+// decision rows of API.md (rows 1–4 were judged by the HTTP handler; the
+// session is judged again here). Each step answers the order or passes it
+// on; rejections write only their audit row.
+func applyPlaceOrder(p *placement, cat *catalog) ([]byte, error) {
+	for _, step := range []func() ([]byte, error){p.checkSession, p.replayKnownKey, p.checkWindows} {
+		if out, err := step(); out != nil || err != nil {
+			return out, err
+		}
+	}
+	cart, out, err := p.priceAndReserve(cat)
+	if out != nil || err != nil {
+		return out, err
+	}
+	return p.admit(cart)
+}
+
+// placement is one placeOrder command going through the gate.
+type placement struct {
+	ctx   *raftfsm.ApplyContext
+	tx    *kv.Tx
+	c     placeOrderCmd
+	audit store.Audit   // the row every outcome writes
+	sess  store.Session // set by checkSession
+}
+
+func (p *placement) guest() bool { return p.c.Source == "guest" }
+
+// rejected writes the audit row of a rejection and answers it.
+func (p *placement) rejected(status int, reason string, retryAfterMs int64, skus []string) ([]byte, error) {
+	p.audit.ReasonCode = reason
+	if err := store.InsertAudit(p.ctx.DB, p.audit); err != nil {
+		return nil, err
+	}
+	return json.Marshal(Result{Status: status, Reason: reason, RetryAfterMs: retryAfterMs, SKUs: skus})
+}
+
+// answer is a success: a staff order's is the whole order object, read
+// here at this index, so the handler never reads after the commit.
+func (p *placement) answer(body successBody, replay bool) ([]byte, error) {
+	var b []byte
+	var err error
+	if p.c.Source == "staff" {
+		b, err = staffBody(p.ctx, body)
+	} else {
+		b, err = json.Marshal(body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(Result{Status: http.StatusOK, Replay: replay, Body: b})
+}
+
+// replayed answers a cached result again (rows 5 and 11).
+func (p *placement) replayed(r cachedResult, reason string) ([]byte, error) {
+	body := r.Body
+	p.audit.ReasonCode, p.audit.IdempotentReplay, p.audit.OrderID = reason, true, body.OrderID
+	if err := store.InsertAudit(p.ctx.DB, p.audit); err != nil {
+		return nil, err
+	}
+	// The same attempt is this very request committed again by the
+	// forwarding layer: the guest's first answer, not a replay.
+	own := p.c.Attempt != "" && r.Attempt == p.c.Attempt
+	body.IdempotentReplay = !own
+	return p.answer(body, !own)
+}
+
+// checkSession is row 3 again, inside Apply: checkout may have closed the
+// session since the node looked.
+func (p *placement) checkSession() ([]byte, error) {
+	sess, exists, err := store.GetSession(p.ctx.DB, p.c.SessionID)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
-		return rejectAudited(404, "SESSION_NOT_FOUND", 0, nil)
+		return p.rejected(http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
 	if sess.Status != store.SessionActive {
-		return rejectAudited(410, "SESSION_CLOSED", 0, nil)
+		return p.rejected(http.StatusGone, "SESSION_CLOSED", 0, nil)
 	}
+	p.sess = sess
+	return nil, nil
+}
 
-	// Rows 5–6: a known key replays its result, before any window can turn
-	// a retry into a 429 or 409.
-	if c.RequestID != "" {
-		if e, live := t.Get(keyIdem(c.SessionID, c.RequestID)); live {
-			var r cachedResult
-			if err := json.Unmarshal(e.Value, &r); err == nil {
-				if r.Fingerprint != c.Fingerprint {
-					return rejectAudited(422, "IDEMPOTENCY_KEY_REUSED", 0, nil)
-				}
-				return replay(r, "IDEMPOTENT_REPLAY")
+// replayKnownKey is rows 5–6: a known key replays its result, before any
+// window can turn a retry into a 429 or 409. Row 7 (same key still in
+// progress) cannot arise: admission and save are one Apply, so there is no
+// "in progress" state to collide with.
+func (p *placement) replayKnownKey() ([]byte, error) {
+	c := p.c
+	if c.RequestID == "" {
+		return nil, nil
+	}
+	if e, live := p.tx.Get(keyIdem(c.SessionID, c.RequestID)); live {
+		var r cachedResult
+		if err := json.Unmarshal(e.Value, &r); err == nil {
+			if r.Fingerprint != c.Fingerprint {
+				return p.rejected(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0, nil)
 			}
+			return p.replayed(r, "IDEMPOTENT_REPLAY")
 		}
 	}
-	// Row 7 (same key still in progress) cannot arise: admission and save
-	// are one Apply, so there is no "in progress" state to collide with.
+	return nil, nil
+}
 
-	guest := c.Source == "guest"
+// checkWindows is rows 8–11: cooldown, session lock, burst and the same
+// cart again (the guest's windows; staff meet only the session lock).
+func (p *placement) checkWindows() ([]byte, error) {
+	c, tx, now := p.c, p.tx, p.ctx.Now
+	guest := p.guest()
 	if guest {
 		// Row 8: the client's cooldown after its last success.
-		if e, live := t.Get(keyCooldown(c.ClientID)); live {
-			return rejectAudited(429, "COOLDOWN_ACTIVE", e.ExpiresAt-ctx.Now, nil)
+		if e, live := tx.Get(keyCooldown(c.ClientID)); live {
+			return p.rejected(http.StatusTooManyRequests, "COOLDOWN_ACTIVE", e.ExpiresAt-now, nil)
 		}
 	}
 	// Row 9: checkout holds the session lock.
-	if e, live := t.Get(keySessionLock(c.SessionID)); live {
-		wait := e.ExpiresAt - ctx.Now
+	if e, live := tx.Get(keySessionLock(c.SessionID)); live {
+		wait := e.ExpiresAt - now
 		if wait > 5000 {
 			wait = 5000
 		}
-		return rejectAudited(409, "SESSION_BUSY", wait, nil)
+		return p.rejected(http.StatusConflict, "SESSION_BUSY", wait, nil)
 	}
-	if guest {
-		// Row 10: one order per session per burst window.
-		if e, live := t.Get(keyBurst(c.SessionID)); live {
-			return rejectAudited(409, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt-ctx.Now, nil)
+	if !guest {
+		return nil, nil
+	}
+	// Row 10: one order per session per burst window.
+	if e, live := tx.Get(keyBurst(c.SessionID)); live {
+		return p.rejected(http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt-now, nil)
+	}
+	// Row 11: the same cart again within the window is the same order,
+	// unless the guest confirmed a repeat.
+	if c.AllowRepeat {
+		return nil, nil
+	}
+	if e, live := tx.Get(keyPayload(c.SessionID, c.Fingerprint)); live {
+		var r cachedResult
+		if err := json.Unmarshal(e.Value, &r); err != nil {
+			return p.rejected(http.StatusConflict, "DUPLICATE_PAYLOAD", e.ExpiresAt-now, nil)
 		}
-		// Row 11: the same cart again within the window is the same order,
-		// unless the guest confirmed a repeat.
-		if !c.AllowRepeat {
-			if e, live := t.Get(keyPayload(c.SessionID, c.Fingerprint)); live {
-				var r cachedResult
-				if err := json.Unmarshal(e.Value, &r); err != nil {
-					return rejectAudited(409, "DUPLICATE_PAYLOAD", e.ExpiresAt-ctx.Now, nil)
-				}
-				// Remember the new key too: a resend of it after the window
-				// must still replay, never become a second order.
-				if c.RequestID != "" {
-					if err := t.Put(keyIdem(c.SessionID, c.RequestID), mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}), msDuration(c.Windows.IdempotencyMs)); err != nil {
-						return nil, err
-					}
-				}
-				return replay(r, "PAYLOAD_REPLAY")
+		// Remember the new key too: a resend of it after the window
+		// must still replay, never become a second order.
+		if c.RequestID != "" {
+			if err := tx.Put(keyIdem(c.SessionID, c.RequestID), mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}), msDuration(c.Windows.IdempotencyMs)); err != nil {
+				return nil, err
 			}
 		}
+		return p.replayed(r, "PAYLOAD_REPLAY")
 	}
+	return nil, nil
+}
 
-	// Rows 12–13: price and stock, judged on this node's replica of the
-	// catalog, which is the same on every node at this index.
+// pricedCart is an order's lines as priced at this index.
+type pricedCart struct {
+	items []store.OrderItem
+	total int64
+}
+
+// priceAndReserve is rows 12–13: price and stock, judged on this node's
+// replica of the catalog, which is the same on every node at this index;
+// an order that passes has its stock taken.
+func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
+	ctx, c := p.ctx, p.c
+	fail := func(status int, reason string, skus []string) (pricedCart, []byte, error) {
+		out, err := p.rejected(status, reason, 0, skus)
+		return pricedCart{}, out, err
+	}
 	menu, err := cat.at(ctx.DB)
 	if err != nil {
-		return nil, err
+		return pricedCart{}, nil, err
 	}
 	items, total, known, unavailable := priceCart(menu, c.Items)
 	if !known {
-		return rejectAudited(400, "INVALID_ORDER", 0, nil)
+		return fail(http.StatusBadRequest, "INVALID_ORDER", nil)
 	}
 	if ctx.Version < 2 && len(unavailable) > 0 {
 		// Version 1 judged an unavailable item before row 12.
-		return rejectAudited(409, "OUT_OF_STOCK", 0, unavailable)
+		return fail(http.StatusConflict, "OUT_OF_STOCK", unavailable)
 	}
 	if c.ExpectedTotal != nil && *c.ExpectedTotal != total {
-		return rejectAudited(400, "PRICE_MISMATCH", 0, nil)
+		return fail(http.StatusBadRequest, "PRICE_MISMATCH", nil)
 	}
 	if len(unavailable) > 0 {
-		return rejectAudited(409, "OUT_OF_STOCK", 0, unavailable)
+		return fail(http.StatusConflict, "OUT_OF_STOCK", unavailable)
 	}
 	need := unitsPerSKU(c.Items)
 	levels, err := store.StockOf(ctx.DB, skusOf(need))
 	if err != nil {
-		return nil, err
+		return pricedCart{}, nil, err
 	}
 	var short []string
 	for _, u := range need {
@@ -206,19 +269,24 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		}
 	}
 	if len(short) > 0 {
-		return rejectAudited(409, "OUT_OF_STOCK", 0, short)
+		return fail(http.StatusConflict, "OUT_OF_STOCK", short)
 	}
-
-	// Admitted: take the stock (an untracked sku has none to take),
-	// allocate the id, save, cache, cool down.
+	// Take the stock (an untracked sku has none to take).
 	for _, u := range need {
 		if _, tracked := levels[u.sku]; !tracked {
 			continue
 		}
 		if err := store.AddStock(ctx.DB, u.sku, -u.n); err != nil {
-			return nil, err
+			return pricedCart{}, nil, err
 		}
 	}
+	return pricedCart{items: items, total: total}, nil, nil
+}
+
+// admit saves an order that passed every row: allocate the id, save,
+// cache the answer, start the windows, queue its tickets.
+func (p *placement) admit(cart pricedCart) ([]byte, error) {
+	ctx, tx, c := p.ctx, p.tx, p.c
 	orderID, err := allocateOrderID(ctx, c.CandidateID)
 	if err != nil {
 		return nil, err
@@ -228,37 +296,25 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		r := c.RequestID
 		reqID = &r
 	}
-	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: sess.TableID,
-		Status: store.StatusAccepted, Items: items, TotalPrice: total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID}
+	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.sess.TableID,
+		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID}
 	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {
 		return nil, err
 	}
-	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: total}
+	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total}
 	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt})
 	if c.RequestID != "" {
-		if err := t.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
+		if err := tx.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
 			return nil, err
 		}
 	}
-	if guest {
-		if c.Windows.PayloadMs > 0 {
-			if err := t.Put(keyPayload(c.SessionID, c.Fingerprint), cached, msDuration(c.Windows.PayloadMs)); err != nil {
-				return nil, err
-			}
-		}
-		if c.Windows.CooldownMs > 0 {
-			if err := t.Put(keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs)); err != nil {
-				return nil, err
-			}
-		}
-		if c.Windows.BurstMs > 0 {
-			if err := t.Put(keyBurst(c.SessionID), nil, msDuration(c.Windows.BurstMs)); err != nil {
-				return nil, err
-			}
+	if p.guest() {
+		if err := p.startWindows(cached); err != nil {
+			return nil, err
 		}
 	}
-	audit.ReasonCode, audit.OrderID = "ADMITTED", orderID
-	if err := store.InsertAudit(ctx.DB, audit); err != nil {
+	p.audit.ReasonCode, p.audit.OrderID = "ADMITTED", orderID
+	if err := store.InsertAudit(ctx.DB, p.audit); err != nil {
 		return nil, err
 	}
 	if err := store.InsertOutbox(ctx.DB, orderID, store.OutboxUpsert); err != nil {
@@ -270,7 +326,29 @@ func applyPlaceOrder(ctx *raftfsm.ApplyContext, payload []byte, cat *catalog) ([
 		return nil, err
 	}
 	emitOrder(ctx, "order.created", order)
-	return answer(body, false)
+	return p.answer(body, false)
+}
+
+// startWindows opens a guest's payload window, cooldown and burst window
+// after a success (rows 11, 8 and 10 of the next order).
+func (p *placement) startWindows(cached []byte) error {
+	c, tx := p.c, p.tx
+	if c.Windows.PayloadMs > 0 {
+		if err := tx.Put(keyPayload(c.SessionID, c.Fingerprint), cached, msDuration(c.Windows.PayloadMs)); err != nil {
+			return err
+		}
+	}
+	if c.Windows.CooldownMs > 0 {
+		if err := tx.Put(keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs)); err != nil {
+			return err
+		}
+	}
+	if c.Windows.BurstMs > 0 {
+		if err := tx.Put(keyBurst(c.SessionID), nil, msDuration(c.Windows.BurstMs)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // staffBody is a staff order's answer: the order object as it is at this
@@ -306,74 +384,6 @@ func mustJSON(v any) []byte {
 		panic(err) // only plain structs are encoded here
 	}
 	return b
-}
-
-// priceCart prices normalized lines from the menu at this index. known is
-// false for an unknown item or topping; unavailable lists items staff
-// marked unavailable (the total counts them at their price, for row 12).
-func priceCart(menu map[string]store.MenuItem, lines []admission.Line) (items []store.OrderItem, total int64, known bool, unavailable []string) {
-	for _, l := range lines {
-		m, found := menu[l.MenuID]
-		if !found {
-			return nil, 0, false, nil
-		}
-		if !m.Available {
-			unavailable = append(unavailable, m.MenuID)
-		}
-		item := store.OrderItem{MenuID: m.MenuID, Name: m.Name, Quantity: l.Quantity, Toppings: []store.ToppingRef{}, UnitPrice: m.Price}
-		for _, tid := range l.Toppings {
-			var top *store.Topping
-			for i := range m.Toppings {
-				if m.Toppings[i].ToppingID == tid {
-					top = &m.Toppings[i]
-				}
-			}
-			if top == nil {
-				return nil, 0, false, nil
-			}
-			item.Toppings = append(item.Toppings, store.ToppingRef{ToppingID: top.ToppingID, Name: top.Name, Price: top.Price})
-			item.UnitPrice += top.Price
-		}
-		item.LineTotal = item.UnitPrice * int64(l.Quantity)
-		total += item.LineTotal
-		items = append(items, item)
-	}
-	return items, total, true, unavailable
-}
-
-type skuUnits struct {
-	sku string
-	n   int64
-}
-
-// unitsPerSKU sums what a cart takes per sku, in a stable order: a line of
-// quantity 2 with topping egg takes 2 of the item and 2 of egg.
-func unitsPerSKU(lines []admission.Line) []skuUnits {
-	var out []skuUnits
-	idx := map[string]int{}
-	add := func(sku string, n int64) {
-		if i, ok := idx[sku]; ok {
-			out[i].n += n
-			return
-		}
-		idx[sku] = len(out)
-		out = append(out, skuUnits{sku, n})
-	}
-	for _, l := range lines {
-		add(l.MenuID, int64(l.Quantity))
-		for _, t := range l.Toppings {
-			add(t, int64(l.Quantity))
-		}
-	}
-	return out
-}
-
-func skusOf(need []skuUnits) []string {
-	out := make([]string, len(need))
-	for i, u := range need {
-		out[i] = u.sku
-	}
-	return out
 }
 
 // allocateOrderID takes the proposer's random candidate; on a collision it

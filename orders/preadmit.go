@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"masterorder/kv"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
@@ -63,7 +64,7 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		var r cachedResult
 		if json.Unmarshal(e.Value, &r) == nil {
 			if r.Fingerprint != cmd.Fingerprint {
-				return reject(422, "IDEMPOTENCY_KEY_REUSED", 0)
+				return reject(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0)
 			}
 			body := r.Body
 			body.IdempotentReplay = true
@@ -104,9 +105,9 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 				s.proposals.refund(taken, wall)
 			}
 			if i == 0 {
-				return reject(409, "SESSION_ORDER_IN_PROGRESS", wait.Milliseconds())
+				return reject(http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", wait.Milliseconds())
 			}
-			return reject(429, "COOLDOWN_ACTIVE", wait.Milliseconds())
+			return reject(http.StatusTooManyRequests, "COOLDOWN_ACTIVE", wait.Milliseconds())
 		}
 	}
 	return Result{}, false, func() {
@@ -121,13 +122,13 @@ func (s *Service) windowRefusal(cmd placeOrderCmd) (status int, reason string, w
 	kvc := s.node.KV()
 	now := s.node.FSMNow()
 	if e, live, err := kvc.Get(keyCooldown(cmd.ClientID)); err == nil && live {
-		return 429, "COOLDOWN_ACTIVE", e.ExpiresAt - now
+		return http.StatusTooManyRequests, "COOLDOWN_ACTIVE", e.ExpiresAt - now
 	}
 	if e, live, err := kvc.Get(keySessionLock(cmd.SessionID)); err == nil && live {
-		return 409, "SESSION_BUSY", min(e.ExpiresAt-now, 5000)
+		return http.StatusConflict, "SESSION_BUSY", min(e.ExpiresAt-now, 5000)
 	}
 	if e, live, err := kvc.Get(keyBurst(cmd.SessionID)); err == nil && live {
-		return 409, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt - now
+		return http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt - now
 	}
 	return 0, "", 0
 }
@@ -216,13 +217,9 @@ type rejectionSummaryCmd struct {
 }
 
 // applyRejectionSummary writes one audit row per aggregated rejection.
-func applyRejectionSummary(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c rejectionSummaryCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyRejectionSummary(ctx *raftfsm.ApplyContext, tx *kv.Tx, c rejectionSummaryCmd) ([]byte, error) {
 	if len(c.Rows) > maxRejectionKeys+1 {
-		return json.Marshal(Result{Status: 400, Reason: "INVALID_REQUEST"})
+		return json.Marshal(Result{Status: http.StatusBadRequest, Reason: "INVALID_REQUEST"})
 	}
 	for _, r := range c.Rows {
 		if r.Count < 1 || len(r.Reason) > 64 || len(r.SessionID) > 64 || !validText(r.Reason, 64, true) || !validText(r.SessionID, 64, false) {
@@ -234,7 +231,7 @@ func applyRejectionSummary(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, e
 			return nil, err
 		}
 	}
-	return json.Marshal(Result{Status: 200})
+	return json.Marshal(Result{Status: http.StatusOK})
 }
 
 // rejectionFlusher writes this node's aggregated rejections every
@@ -260,6 +257,6 @@ func (s *Service) FlushRejections(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := s.commit(ctx, CmdRejectionSummary, rejectionSummaryCmd{Node: s.cfg.NodeID, Rows: rows}, false)
+	_, err := s.propose(ctx, CmdRejectionSummary, rejectionSummaryCmd{Node: s.cfg.NodeID, Rows: rows}, false)
 	return err
 }

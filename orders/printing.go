@@ -19,6 +19,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/httpapi"
+	"masterorder/kv"
 	"masterorder/orders/printing/escpos"
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
@@ -63,12 +65,12 @@ func stationOf(store.OrderItem) string { return defaultStation }
 // ticket numbers exist (issue 16).
 func ticketNumber(o store.Order) string { return strconv.FormatInt(o.OrderID, 10) }
 
-func registerPrinting(add func(raftfsm.CommandType, string, raftfsm.Handler)) {
-	add(CmdPutPrinter, "orders.putPrinter", applyPutPrinter)
-	add(CmdDeletePrinter, "orders.deletePrinter", applyDeletePrinter)
-	add(CmdPrintJob, "orders.printJob", applyPrintJob)
-	add(CmdReprint, "orders.reprint", applyReprint)
-	add(CmdPrinterState, "orders.printerState", applyPrinterState)
+func registerPrinting(tab commandTable) {
+	register(tab, CmdPutPrinter, "orders.putPrinter", applyPutPrinter)
+	register(tab, CmdDeletePrinter, "orders.deletePrinter", applyDeletePrinter)
+	register(tab, CmdPrintJob, "orders.printJob", applyPrintJob)
+	register(tab, CmdReprint, "orders.reprint", applyReprint)
+	register(tab, CmdPrinterState, "orders.printerState", applyPrinterState)
 }
 
 var (
@@ -100,11 +102,7 @@ func validPrinter(p store.Printer) bool {
 	return true
 }
 
-func applyPutPrinter(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c putPrinterCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyPutPrinter(ctx *raftfsm.ApplyContext, tx *kv.Tx, c putPrinterCmd) ([]byte, error) {
 	if err := store.UpsertPrinter(ctx.DB, c.Printer); err != nil {
 		return nil, err
 	}
@@ -131,17 +129,13 @@ type printerIDCmd struct {
 
 func (c printerIDCmd) valid() bool { return printerIDRe.MatchString(c.PrinterID) }
 
-func applyDeletePrinter(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c printerIDCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyDeletePrinter(ctx *raftfsm.ApplyContext, tx *kv.Tx, c printerIDCmd) ([]byte, error) {
 	found, err := store.DeletePrinter(ctx.DB, c.PrinterID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "PRINTER_NOT_FOUND")
+		return reject(http.StatusNotFound, "PRINTER_NOT_FOUND")
 	}
 	return ok(map[string]any{"printerId": c.PrinterID, "deleted": true})
 }
@@ -160,17 +154,13 @@ type printJobCmd struct {
 
 func (c printJobCmd) valid() bool { return c.Step == printBegin || c.Step == printDone }
 
-func applyPrintJob(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c printJobCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyPrintJob(ctx *raftfsm.ApplyContext, tx *kv.Tx, c printJobCmd) ([]byte, error) {
 	j, found, err := store.GetPrintJob(ctx.DB, c.JobID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "NOT_FOUND") // printed already, or its printer deleted
+		return reject(http.StatusNotFound, "NOT_FOUND") // printed already, or its printer deleted
 	}
 	if c.Step == printDone {
 		if err := store.DeletePrintJob(ctx.DB, c.JobID); err != nil {
@@ -179,7 +169,7 @@ func applyPrintJob(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 		return ok(map[string]int64{"jobId": c.JobID})
 	}
 	if j.Attempts != c.Attempts {
-		return reject(409, "INVALID_TRANSITION") // someone else began this attempt
+		return reject(http.StatusConflict, "INVALID_TRANSITION") // someone else began this attempt
 	}
 	if err := store.BeginPrintJob(ctx.DB, c.JobID); err != nil {
 		return nil, err
@@ -191,17 +181,13 @@ type reprintCmd struct {
 	OrderID int64 `json:"orderId"`
 }
 
-func applyReprint(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c reprintCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyReprint(ctx *raftfsm.ApplyContext, tx *kv.Tx, c reprintCmd) ([]byte, error) {
 	o, found, err := store.GetOrder(ctx.DB, c.OrderID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return reject(404, "ORDER_NOT_FOUND")
+		return reject(http.StatusNotFound, "ORDER_NOT_FOUND")
 	}
 	n, err := queueTickets(ctx, o, escpos.KindReprint)
 	if err != nil {
@@ -218,11 +204,7 @@ type printerStateCmd struct {
 
 func (c printerStateCmd) valid() bool { return printerIDRe.MatchString(c.PrinterID) }
 
-func applyPrinterState(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-	var c printerStateCmd
-	if out, good := decodePayload(payload, &c); !good {
-		return out, nil
-	}
+func applyPrinterState(ctx *raftfsm.ApplyContext, tx *kv.Tx, c printerStateCmd) ([]byte, error) {
 	if c.LastError != nil && len(*c.LastError) > 200 {
 		e := (*c.LastError)[:200]
 		c.LastError = &e
@@ -332,8 +314,8 @@ func (s *Service) putPrinter(c echo.Context) error {
 		Receipts  bool     `json:"receipts"`
 		Name      string   `json:"name"`
 	}
-	if err := decodeStrict(c, &in); err != nil {
-		return s.badBody(c, err, "INVALID_REQUEST")
+	if err := httpapi.DecodeBody(c, &in); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_REQUEST")
 	}
 	p := store.Printer{PrinterID: id, Addr: in.Addr, Stations: in.Stations, Receipts: in.Receipts, Name: in.Name}
 	if p.Stations == nil {
@@ -342,7 +324,7 @@ func (s *Service) putPrinter(c echo.Context) error {
 	if (in.PrinterID != "" && in.PrinterID != id) || !validPrinter(p) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
 	}
-	r, err := s.propose(c, CmdPutPrinter, putPrinterCmd{Printer: p}, true)
+	r, err := s.propose(c.Request().Context(), CmdPutPrinter, putPrinterCmd{Printer: p}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -354,7 +336,7 @@ func (s *Service) deletePrinter(c echo.Context) error {
 	if !printerIDRe.MatchString(id) {
 		return s.fail(c, http.StatusBadRequest, "INVALID_ID", 0, nil)
 	}
-	r, err := s.propose(c, CmdDeletePrinter, printerIDCmd{PrinterID: id}, false)
+	r, err := s.propose(c.Request().Context(), CmdDeletePrinter, printerIDCmd{PrinterID: id}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -368,7 +350,7 @@ func (s *Service) reprint(c echo.Context) error {
 	}
 	// Not idempotent: a forward retried after an unknown outcome could
 	// queue a second marked copy, never a second new ticket.
-	r, err := s.propose(c, CmdReprint, reprintCmd{OrderID: id}, false)
+	r, err := s.propose(c.Request().Context(), CmdReprint, reprintCmd{OrderID: id}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -444,7 +426,7 @@ func (s *Service) printerSender(ctx context.Context, id string) {
 		if reported != nil && reported.Online == st.Online && sameStr(reported.LastError, st.LastError) {
 			return
 		}
-		if _, err := s.apply(ctx, CmdPrinterState, st); err == nil {
+		if _, err := refused(s.propose(ctx, CmdPrinterState, st, false)); err == nil {
 			reported = &st
 		}
 	}
@@ -505,7 +487,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	r, err := s.commit(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printBegin, Attempts: job.Attempts}, false)
+	r, err := s.propose(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printBegin, Attempts: job.Attempts}, false)
 	if err != nil {
 		return err
 	}
@@ -524,7 +506,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 	// Printed: keep trying to say so while this node leads, since a job
 	// left begun prints again (as a copy) under the next sender.
 	for {
-		r, err := s.commit(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printDone}, false)
+		r, err := s.propose(ctx, CmdPrintJob, printJobCmd{JobID: job.JobID, Step: printDone}, false)
 		if err == nil && (r.Status == http.StatusOK || r.Status == http.StatusNotFound) {
 			return nil
 		}

@@ -223,7 +223,7 @@ func (s *Service) closeDay(c echo.Context) error {
 	if force != "" && force != "true" && force != "false" {
 		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
 	}
-	r, err := s.propose(c, CmdCloseDay, closeDayCmd{Label: businessDate(time.Now()), Force: force == "true"}, false)
+	r, err := s.propose(c.Request().Context(), CmdCloseDay, closeDayCmd{Label: businessDate(time.Now()), Force: force == "true"}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 	"masterorder/orders/store"
 )
 

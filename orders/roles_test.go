@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"masterorder/node"
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 const kitchenPassword = "kitchen-pw-for-tests"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/node/staffauth"
+	"masterorder/orders/staffauth"
 )
 
 // Security on a shared Wi-Fi, through the HTTP API of a 3-node cluster:

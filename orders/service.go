@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,18 +17,57 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/httpapi"
+	"masterorder/kv"
 	"masterorder/node"
-	"masterorder/node/staffauth"
 	"masterorder/orders/cloudsync"
+	"masterorder/orders/staffauth"
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 	"masterorder/raftfsm"
 	"masterorder/ui"
 )
 
+// The backup's headers, named where the CLI and the tests look for them.
+const (
+	BackupDigestTrailer = node.BackupDigestTrailer
+	BackupErrorTrailer  = node.BackupErrorTrailer
+	BackupIndexHeader   = node.BackupIndexHeader
+)
+
+// box is what the domain needs of its node while it serves, the seam
+// between box and domain (*node.Node is one; wiring in Attach uses the
+// rest of it).
+type box interface {
+	// Propose commits a command through Raft and returns its result.
+	Propose(ctx context.Context, p node.Proposal) ([]byte, error)
+	// ConsistentRead waits until this node applied everything committed.
+	ConsistentRead(ctx context.Context) error
+	// ReadReplica is ConsistentRead, or the replica flagged stale without
+	// a quorum.
+	ReadReplica(c echo.Context) (stale bool, err error)
+	// FSM is the local replica: reads, applied index, command versions.
+	FSM() *raftfsm.FSM
+	// FSMNow estimates the cluster's FSM time.
+	FSMNow() int64
+	// KV is the coordination KV.
+	KV() kv.Client
+	Logger() *slog.Logger
+	// Done is closed when the node stops.
+	Done() <-chan struct{}
+	// FailErr answers a cluster error (no quorum, halted) or a 500.
+	FailErr(c echo.Context, err error) error
+	// ExtendWriteDeadline lets a long response (a stream) keep writing.
+	ExtendWriteDeadline(w http.ResponseWriter)
+	// ClusterRoutes registers membership and backups on the staff group.
+	ClusterRoutes(staff *echo.Group)
+}
+
+var _ box = (*node.Node)(nil)
+
 // Service serves the domain's HTTP API on one node.
 type Service struct {
-	node    *node.Node
+	node    box
 	cfg     node.Config
 	hub     *stream.Hub
 	auth    *staffauth.Auth
@@ -46,6 +86,8 @@ type Service struct {
 	kitchenHash  string
 	// guestKey signs session credentials (pinguard.go).
 	guestKey []byte
+	// cloudStatusFn stands in for the cloud sync status in tests.
+	cloudStatusFn func() CloudSyncStatus
 }
 
 // Options configure a Service.
@@ -155,16 +197,14 @@ func (s *Service) Routes(e *echo.Echo) {
 	guest.POST("/orders", s.guestOrder)
 	s.callRoutes(staff, guest)
 
-	s.clusterRoutes(e)
+	// Membership and backups are the box's, behind staff auth.
+	s.node.ClusterRoutes(staff)
 }
 
-// propose commits one domain command and decodes its Result.
-func (s *Service) propose(c echo.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
-	return s.commit(c.Request().Context(), t, cmd, idempotent)
-}
-
-// commit encodes cmd, commits it through Raft and decodes its Result.
-func (s *Service) commit(ctx context.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
+// propose encodes cmd, commits it through Raft (node.Propose: on the
+// leader, or forwarded to it) and decodes its Result. Idempotent commands
+// are retried across a leader change even when the outcome is unknown.
+func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
 	payload, err := json.Marshal(cmd)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
@@ -178,6 +218,15 @@ func (s *Service) commit(ctx context.Context, t raftfsm.CommandType, cmd any, id
 		return Result{}, fmt.Errorf("decode command result: %w", err)
 	}
 	return r, nil
+}
+
+// refused turns a refusal into an error, for proposers outside an HTTP
+// request (workers, seeding) to whom any answer but 200 is a failure.
+func refused(r Result, err error) (Result, error) {
+	if err == nil && r.Status != http.StatusOK {
+		err = fmt.Errorf("refused: status %d %s", r.Status, r.Reason)
+	}
+	return r, err
 }
 
 // version is what this node proposes for t: this build's newest, but
@@ -205,24 +254,9 @@ func (s *Service) respond(c echo.Context, r Result) error {
 	return s.fail(c, r.Status, r.Reason, time.Duration(r.RetryAfterMs)*time.Millisecond, r.SKUs)
 }
 
-// fail answers with a reason code. Retry-After goes on every 429 and 503
-// and on the 409s a client should simply retry.
+// fail answers with a reason code (httpapi.Write).
 func (s *Service) fail(c echo.Context, status int, code string, retryAfter time.Duration, skus []string) error {
-	switch code {
-	case "DUPLICATE_IDEMPOTENCY_KEY", "SESSION_ORDER_IN_PROGRESS", "DUPLICATE_PAYLOAD", "SESSION_BUSY":
-		retryAfter = max(retryAfter, time.Second)
-	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		retryAfter = max(retryAfter, time.Second)
-	}
-	if retryAfter > 0 {
-		c.Response().Header().Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
-	}
-	body := map[string]any{"allowed": false, "reasonCode": code, "message": message(code, node.English(c))}
-	if len(skus) > 0 {
-		body["skus"] = skus
-	}
-	return c.JSON(status, body)
+	return httpapi.Write(c, httpapi.Refusal{Status: status, Code: code, RetryAfter: retryAfter, SKUs: skus})
 }
 
 // failErr maps cluster errors to 503 NO_QUORUM and the rest to 500.

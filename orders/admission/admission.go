@@ -4,10 +4,8 @@
 package admission
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"masterorder/httpapi"
 )
 
 // Limits from API.md.
@@ -75,7 +74,7 @@ var ErrInvalidOrder = errors.New("invalid order")
 // wrong types, trailing data, and out-of-range values are rejected.
 func DecodeOrder(body []byte) (OrderRequest, error) {
 	var req OrderRequest
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := httpapi.DecodeStrict(body, &req); err != nil {
 		return req, fmt.Errorf("%w: %v", ErrInvalidOrder, err)
 	}
 	if len(req.Items) < 1 || len(req.Items) > MaxLines {
@@ -105,23 +104,6 @@ func DecodeOrder(body []byte) (OrderRequest, error) {
 		return req, fmt.Errorf("%w: expectedTotal out of range", ErrInvalidOrder)
 	}
 	return req, nil
-}
-
-// DecodeStrict parses one JSON value into v: invalid UTF-8, unknown
-// fields at any level, wrong types and trailing data are errors.
-func DecodeStrict(body []byte, v any) error {
-	if !utf8.Valid(body) { // encoding/json would quietly turn it into U+FFFD
-		return errors.New("body is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
 }
 
 // Normalize returns the cart in canonical form: toppings sorted and

@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,26 +23,13 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
-	"masterorder/node/staffauth"
 	"masterorder/orders"
+	"masterorder/orders/orderstest"
 )
 
 const staffPassword = "browser-test-password"
 
-var (
-	hashOnce sync.Once
-	pwHash   string
-	hashErr  error
-)
-
-func passwordHash(t testing.TB) string {
-	t.Helper()
-	hashOnce.Do(func() { pwHash, hashErr = staffauth.HashPassword(staffPassword) })
-	if hashErr != nil {
-		t.Fatal(hashErr)
-	}
-	return pwHash
-}
+func passwordHash(t testing.TB) string { return orderstest.PasswordHash(t, staffPassword) }
 
 // ---------------------------------------------------------------- the store
 
@@ -60,16 +45,8 @@ type store struct {
 
 func startStore(t *testing.T) *store {
 	t.Helper()
-	s := &store{t: t, svcs: make([]*orders.Service, 3), hc: &http.Client{Timeout: 10 * time.Second}}
-	hash := passwordHash(t)
-	kitchen := kitchenHash(t)
-	s.c = nodetest.Start(t, 3, func(_ int, c *node.Config) { c.Staff.KitchenPasswordHash = kitchen }, func(int) node.Options { return orders.NodeOptions() }, func(i int, nd *node.Node) {
-		svc, err := orders.Attach(nd, orders.Options{StaffPasswordHash: hash})
-		if err != nil {
-			t.Fatalf("attach node %d: %v", i, err)
-		}
-		s.svcs[i] = svc
-	})
+	st := orderstest.Start(t, 3, func(_ int, c *node.Config) { c.Staff.KitchenPasswordHash = kitchenHash(t) }, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
+	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, hc: &http.Client{Timeout: 10 * time.Second}}
 	li, _ := s.c.WaitLeader(10 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -104,55 +81,28 @@ func (s *store) waitReady(i int) {
 	s.t.Fatalf("node %d not ready within 10s", i)
 }
 
+// apiResp is an orderstest.Resp under the names these tests use.
 type apiResp struct {
 	status int
 	header http.Header
 	body   []byte
 }
 
-func (r apiResp) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
+func toAPIResp(r orderstest.Resp) apiResp {
+	return apiResp{status: r.Status, header: r.Header, body: r.Body}
 }
 
-func (r apiResp) reason() string {
-	var e struct {
-		ReasonCode string `json:"reasonCode"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.ReasonCode
+func (r apiResp) decode(t testing.TB, v any) {
+	t.Helper()
+	orderstest.Resp{Body: r.body}.Decode(t, v)
 }
+
+func (r apiResp) reason() string { return orderstest.Resp{Body: r.body}.Reason() }
 
 // call is one HTTP request to node i; status -1 when it did not answer.
 func (s *store) call(i int, method, path string, hdr map[string]string, body any) apiResp {
 	s.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, s.url(i)+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := s.hc.Do(req)
-	if err != nil {
-		return apiResp{status: -1, body: []byte(err.Error())}
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return apiResp{status: res.StatusCode, header: res.Header, body: b}
+	return toAPIResp(orderstest.Do(s.t, s.hc, method, s.url(i)+path, hdr, body))
 }
 
 func (s *store) login(i int) string {

@@ -1,10 +1,7 @@
 package browsertest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +13,7 @@ import (
 	"time"
 
 	"masterorder/node/nodetest"
+	"masterorder/orders/orderstest"
 )
 
 // procStore is three real `masterorder run` processes, configured by
@@ -171,26 +169,7 @@ func (ps *procStore) killAll() {
 
 func (ps *procStore) call(i int, method, path string, hdr map[string]string, body any) apiResp {
 	ps.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, ps.url(i)+path, rd)
-	if err != nil {
-		ps.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := ps.hc.Do(req)
-	if err != nil {
-		return apiResp{status: -1, body: []byte(err.Error())}
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return apiResp{status: res.StatusCode, header: res.Header, body: b}
+	return toAPIResp(orderstest.Do(ps.t, ps.hc, method, ps.url(i)+path, hdr, body))
 }
 
 func (ps *procStore) staff(i int, method, path string, body any) apiResp {

@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"masterorder/node/staffauth"
+	"masterorder/orders/orderstest"
 )
 
 // TestStaffOpensTableAndChecksOut: on the staff console a staff user logs
@@ -170,21 +169,7 @@ func TestStaffUnlocksTableWithNewPIN(t *testing.T) {
 
 const kitchenPassword = "kitchen-screen-pw"
 
-var (
-	kitchenHashOnce sync.Once
-	kitchenHashV    string
-)
-
-func kitchenHash(t testing.TB) string {
-	kitchenHashOnce.Do(func() {
-		h, err := staffauth.HashPassword(kitchenPassword)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kitchenHashV = h
-	})
-	return kitchenHashV
-}
+func kitchenHash(t testing.TB) string { return orderstest.PasswordHash(t, kitchenPassword) }
 
 // The kitchen password typed into the staff console: the console says it
 // belongs on the kitchen screen instead of opening a page of 403s; on the

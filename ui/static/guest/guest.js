@@ -3,6 +3,7 @@
 // order-sdk.js, which owns every rule about keys, retries and duplicates;
 // this file only draws screens and reacts to the SDK's outcomes.
 
+import '/assets/shell.js'; // first: draws the shared markup the code below looks up
 import { createOrderSdk } from '/assets/order-sdk.js';
 import { createI18n, getLang } from '/assets/i18n.js';
 import { safeStorage } from '/assets/cluster.js';

@@ -8,6 +8,7 @@
 // opens with a short-lived, single-use ticket in the query (?ticket=, from
 // POST /api/kitchen/stream-ticket), never the token itself.
 
+import '/assets/shell.js'; // first: draws the shared markup the code below looks up
 import { createStaffApi, menuBody } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
 import { safeStorage, fetchWithTimeout } from '/assets/cluster.js';

@@ -2,6 +2,7 @@
 // table with its QR code and PIN, checkout). Menu and stock live in
 // catalog.js; audit log, locks and the cluster page in ops.js.
 
+import '/assets/shell.js'; // first: draws the shared markup the code below looks up
 import { createStaffApi } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
 import { $, $$, h, clear, show, setError, yen, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';

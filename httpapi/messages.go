@@ -1,7 +1,8 @@
-package orders
+package httpapi
 
-// messages are the people-facing texts per reason code: Japanese by
-// default, English with Accept-Language: en. Clients branch on the code.
+// messages are the people-facing texts per reason code, for every
+// endpoint of the box and the domain: Japanese by default, English with
+// Accept-Language: en. Clients branch on the code.
 var messages = map[string][2]string{
 	"INVALID_IDEMPOTENCY_KEY":   {"注文キーが正しくありません。画面を開き直してください。", "The order key is missing or invalid. Please reopen the cart."},
 	"INVALID_CLIENT_ID":         {"端末IDが正しくありません。ページを再読み込みしてください。", "The device id is missing or invalid. Please reload the page."},
@@ -40,12 +41,30 @@ var messages = map[string][2]string{
 	"SESSION_EXISTS":            {"セッションは既に存在します。", "The session already exists."},
 	"MALFORMED_COMMAND":         {"内部コマンドが正しくありません。", "Malformed command."},
 	"BODY_TOO_LARGE":            {"リクエストが大きすぎます。", "Request body too large."},
+	"CALL_TOO_SOON":             {"先ほどお呼び出しを承りました。少々お待ちください。", "We just received your call. Please wait a moment."},
+	"CALL_NOT_FOUND":            {"呼び出しが見つかりません。", "Call not found."},
+	"SESSIONS_OPEN":             {"お会計の済んでいないテーブルがあります。", "Some tables have not been checked out yet."},
+	// The box's own answers (node).
+	"NODE_HALTED":        {"この端末は停止しています。別の端末をお使いください。", "This box has stopped serving writes. Please use another one."},
+	"INTERNAL":           {"内部エラーが発生しました。", "Internal error."},
+	"NOT_FOUND":          {"見つかりません。", "Not found."},
+	"METHOD_NOT_ALLOWED": {"このメソッドは使えません。", "Method not allowed."},
+	"BAD_REQUEST":        {"リクエストが正しくありません。", "Bad request."},
+	"HTTPS_REQUIRED": {"スタッフ・キッチンの画面と操作は HTTPS でのみ利用できます。https:// のアドレスを開いてください。",
+		"Staff and kitchen pages and calls are served over HTTPS only. Open the https:// address."},
+	// Membership changes (node/membership.go); the refusal's detail follows.
+	"INVALID_MEMBER":    {"メンバーの指定が正しくありません。", ""},
+	"MEMBER_NOT_FOUND":  {"そのメンバーはクラスタにいません。", ""},
+	"MEMBER_EXISTS":     {"そのメンバーは別の設定ですでにクラスタにいます。", ""},
+	"ADDRESS_IN_USE":    {"そのアドレスは別のメンバーが使っています。", ""},
+	"LAST_VOTER":        {"最後の投票メンバーは外せません。", ""},
+	"WOULD_LOSE_QUORUM": {"外すと過半数の端末が応答しなくなり、注文を受けられなくなります。", ""},
 }
 
-// message returns the text for a reason code.
-func message(code string, english bool) string {
+// Message returns the text for a reason code.
+func Message(code string, english bool) string {
 	m, ok := messages[code]
-	if !ok {
+	if !ok || (english && m[1] == "") {
 		if english {
 			return "The request was refused (" + code + ")."
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"masterorder/httpapi"
 )
 
 // Cookie and header names.
@@ -237,15 +239,9 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-type errorBody struct {
-	Allowed    bool   `json:"allowed"`
-	ReasonCode string `json:"reasonCode"`
-	Message    string `json:"message"`
-}
-
 func deny(c echo.Context, status int, reason, msg string) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(status, errorBody{Allowed: false, ReasonCode: reason, Message: msg})
+	return httpapi.Write(c, httpapi.Refusal{Status: status, Code: reason, Message: msg})
 }
 
 // english reports whether the first language in Accept-Language is

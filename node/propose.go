@@ -1,0 +1,166 @@
+package node
+
+// The sending side of a command: Propose commits it on the leader or
+// forwards it there (forward.go); the state machine applies it (raftfsm).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	bolt "go.etcd.io/bbolt"
+	"masterorder/kv"
+	"masterorder/raftfsm"
+)
+
+var (
+	// ErrNoQuorum means no leader could commit within the retry window;
+	// the HTTP layer answers 503 NO_QUORUM with Retry-After.
+	ErrNoQuorum = errors.New("no quorum: no leader could commit the command")
+	// ErrUnknownOutcome means the command may or may not have committed
+	// (leadership lost mid-request, response lost). Idempotent commands
+	// are retried instead of returning it.
+	ErrUnknownOutcome = errors.New("outcome unknown: leadership changed while the command was in flight")
+	// ErrHalted means this node's state machine stopped (see logs).
+	ErrHalted = raftfsm.ErrHalted
+)
+
+const (
+	retryWindow  = 5 * time.Second
+	applyTimeout = 5 * time.Second
+)
+
+// Proposal is one command to commit.
+type Proposal struct {
+	Type    raftfsm.CommandType
+	Version uint8
+	Flags   raftfsm.Flags
+	Payload []byte
+	// Idempotent commands (a guest order carries its Idempotency-Key) are
+	// retried on the new leader even when the first attempt's outcome is
+	// unknown: applying them twice answers with a replay.
+	Idempotent bool
+}
+
+// Propose commits p: on the leader directly, elsewhere forwarded to the
+// leader over the internal channel, retrying across leader changes for up
+// to retryWindow.
+func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
+	if p.Version == 0 {
+		p.Version = 1
+	}
+	if err := n.fsm.Halted(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(retryWindow)
+	backoff := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		var out []byte
+		var err error
+		if n.raft.State() == raft.Leader {
+			out, err = n.commitOnLeader(p)
+		} else {
+			out, err = n.forward(ctx, p)
+		}
+		retry := false
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, errRetry):
+			retry = true
+		case errors.Is(err, ErrUnknownOutcome):
+			if !p.Idempotent {
+				return nil, err
+			}
+			retry = true
+		default:
+			return nil, err
+		}
+		if retry {
+			n.metrics.proposeRetries.Inc()
+		}
+		if !retry || time.Now().After(deadline) {
+			if errors.Is(err, ErrUnknownOutcome) {
+				return nil, err
+			}
+			return nil, ErrNoQuorum
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("propose: %w", ctx.Err())
+		case <-time.After(backoff + rand.N(backoff)):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// errRetry marks failures where the command surely did not commit.
+var errRetry = errors.New("not applied; retry")
+
+// commitOnLeader hands p to raft.Apply on this node, the leader, and
+// waits for its state machine's result.
+func (n *Node) commitOnLeader(p Proposal) ([]byte, error) {
+	if err := n.fsm.Halted(); err != nil {
+		// A leader that cannot apply must not commit: hand over.
+		n.stepDownIfHalted()
+		return nil, fmt.Errorf("%w: %v", errRetry, err)
+	}
+	stamp, ok := n.clock.stamp()
+	if !ok || !n.ready.Load() {
+		return nil, fmt.Errorf("%w: leader not ready", errRetry)
+	}
+	cmd := raftfsm.Command{Type: p.Type, Version: p.Version, Flags: p.Flags, FSMTime: stamp,
+		WallTime: n.opts.WallClock().UnixMilli(), Payload: p.Payload}
+	start := time.Now()
+	f := n.raft.Apply(cmd.Encode(), applyTimeout)
+	if err := n.await(f, 0); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, fmt.Errorf("%w: %v", errRetry, err)
+		default:
+			// ErrLeadershipLost, ErrEnqueueTimeout: it may still commit.
+			// ErrRaftShutdown too: Raft also answers it for entries that
+			// already committed but could not be handed to a busy FSM
+			// before shutdown, so it is no proof of "not applied".
+			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+		}
+	}
+	n.metrics.observeCommit(start)
+	resp, ok := f.Response().(raftfsm.Response)
+	if !ok {
+		return nil, fmt.Errorf("unexpected fsm response %T", f.Response())
+	}
+	if errors.Is(resp.Err, raftfsm.ErrHalted) {
+		// Committed, so the others apply it, but this node's FSM halted
+		// on it: the result is unknown here.
+		n.stepDownIfHalted()
+		return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, resp.Err)
+	}
+	return resp.Data, resp.Err
+}
+
+// kvProposer proposes the KV's commands (version 1) for kv.Client.
+type kvProposer struct{ n *Node }
+
+func (k kvProposer) Propose(ctx context.Context, t raftfsm.CommandType, payload []byte) ([]byte, error) {
+	return k.n.Propose(ctx, Proposal{Type: t, Version: 1, Payload: payload})
+}
+
+var _ kv.Proposer = kvProposer{}
+
+// kvDue peeks whether any coordination key has lapsed.
+func (n *Node) kvDue() bool {
+	due := false
+	now := n.FSMNow()
+	n.fsm.View(func(tx *bolt.Tx) error {
+		due = kv.Due(tx, now)
+		return nil
+	})
+	return due
+}
