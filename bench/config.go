@@ -62,6 +62,19 @@ type Config struct {
 	// RequestTimeout bounds one HTTP request (0 = 10 s).
 	RequestTimeout time.Duration
 
+	// ClosedLoop selects the throughput measurement (closedloop.go):
+	// Concurrency callers for Warmup + Duration over Sessions sessions,
+	// against URLs or, when there are none, three nodes the bench starts
+	// itself (Binary, default this executable; files in DataDir, default
+	// a temporary directory). CPUProfileDir, when set, receives each
+	// node's CPU profile of the measured window.
+	ClosedLoop    bool
+	Sessions      int
+	Warmup        time.Duration
+	CPUProfileDir string
+	DataDir       string
+	Binary        string
+
 	// Tests shorten these (0 = the defaults below).
 	verifySettle    time.Duration
 	replicationWait time.Duration
@@ -126,6 +139,8 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: masterorder bench --url URL[,URL...] [flags]")
 		fmt.Fprintln(fs.Output(), "Lunch-peak load against a running cluster: orders/s, latency, replays, duplicates (must be 0), lost (must be 0).")
+		fmt.Fprintln(fs.Output(), "       masterorder bench --closed-loop --concurrency N --duration D [--url URL[,URL...]] [flags]")
+		fmt.Fprintln(fs.Output(), "Throughput: N callers back to back, a fresh phone and key per order; without --url on 3 nodes it starts itself.")
 		fs.PrintDefaults()
 	}
 	var urls urlList
@@ -143,6 +158,11 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "timeout of one HTTP request")
 	fs.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
 	noProgress := fs.Bool("no-progress", false, "no live progress line on stderr")
+	fs.BoolVar(&cfg.ClosedLoop, "closed-loop", false, "throughput: --concurrency callers each sending the next order as soon as the last is answered, a fresh client id and key per order (without --url: starts 3 local nodes)")
+	fs.IntVar(&cfg.Sessions, "sessions", defaultClosedLoopSessions, "closed loop: table sessions the orders go round (enough that the 1 s burst window never binds)")
+	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "closed loop: orders answered in this first stretch are not counted")
+	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "closed loop: write each node's CPU profile of the measured window into this directory")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "closed loop without --url: the local nodes' files (default a temporary directory, removed afterwards)")
 	// Positional arguments are more URLs; flags may follow them.
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
@@ -167,7 +187,12 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 // Validate checks the settings and normalizes the URLs (no trailing slash).
 // Its errors are *ConfigError.
 func (c *Config) Validate() error {
-	if len(c.URLs) == 0 {
+	if c.ClosedLoop {
+		if err := c.validateClosedLoop(); err != nil {
+			return err
+		}
+	}
+	if len(c.URLs) == 0 && !c.ClosedLoop {
 		return configErrorf("--url: at least one node URL is required")
 	}
 	for i, raw := range c.URLs {
@@ -189,7 +214,7 @@ func (c *Config) Validate() error {
 	if c.Duration < 0 {
 		return configErrorf("--duration must not be negative (got %s)", c.Duration)
 	}
-	if c.OrdersPerGuest == 0 && c.Duration == 0 {
+	if c.OrdersPerGuest == 0 && c.Duration == 0 && !c.ClosedLoop {
 		return configErrorf("--orders-per-guest 0 (unlimited) needs a --duration")
 	}
 	if c.OrdersPerGuest > 0 && c.GuestsPerTable*c.OrdersPerGuest > MaxIntendedPerSession {
@@ -220,4 +245,26 @@ func (c *Config) Validate() error {
 func isConfigError(err error) bool {
 	var ce *ConfigError
 	return errors.As(err, &ce)
+}
+
+// validateClosedLoop checks the closed-loop settings. Without URLs it
+// returns nil only for a run that starts its own nodes (RunClosedLoop
+// validates again once they are up).
+func (c *Config) validateClosedLoop() error {
+	if c.Duration <= 0 {
+		return configErrorf("--closed-loop needs a --duration (got %s)", c.Duration)
+	}
+	if c.Concurrency < 1 {
+		return configErrorf("--closed-loop needs --concurrency of at least 1 (got %d)", c.Concurrency)
+	}
+	if c.Sessions < 1 {
+		return configErrorf("--sessions must be at least 1 (got %d)", c.Sessions)
+	}
+	if c.Warmup < 0 {
+		return configErrorf("--warmup must not be negative (got %s)", c.Warmup)
+	}
+	if c.DataDir != "" && len(c.URLs) > 0 {
+		return configErrorf("--data-dir is for the nodes the closed loop starts itself, not with --url")
+	}
+	return nil
 }

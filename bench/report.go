@@ -317,6 +317,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if cfg.ClosedLoop {
+		return mainClosedLoop(ctx, cfg, jsonPath, stdout, stderr)
+	}
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "masterorder bench: %v\n", err)

@@ -188,8 +188,33 @@ func (r *runner) setup(ctx context.Context) error {
 		return fmt.Errorf("staff login: no token in the answer")
 	}
 	r.token = login.Token
+	if err := r.putMenu(ctx, r.stockQuantity()); err != nil {
+		return err
+	}
 
-	stockQty := r.stockQuantity()
+	r.tables = make([]*table, r.cfg.Tables)
+	for i := range r.tables {
+		t := &table{idx: i, tableID: fmt.Sprintf("%s-T%d", r.prefix, i+1), carts: map[string]bool{}}
+		var s struct {
+			SessionID string `json:"sessionId"`
+			PIN       string `json:"pin"`
+		}
+		if err := r.staffCall(ctx, http.MethodPost, "/api/staff/sessions", map[string]string{"tableId": t.tableID}, &s); err != nil {
+			return fmt.Errorf("opening session for %s: %w", t.tableID, err)
+		}
+		if s.SessionID == "" || s.PIN == "" {
+			return fmt.Errorf("opening session for %s: answer without sessionId or pin", t.tableID)
+		}
+		t.sessionID, t.pin = s.SessionID, s.PIN
+		r.tables[i] = t
+	}
+	r.waitReplicated(ctx)
+	return nil
+}
+
+// putMenu puts the run's menu items in place and sets the stock of its
+// tracked skus to stockQty (the others untracked).
+func (r *runner) putMenu(ctx context.Context, stockQty int) error {
 	r.stock = map[string]int{}
 	for _, it := range r.items {
 		if err := r.staffCall(ctx, http.MethodPut, "/api/staff/menu/"+url.PathEscape(it.ID), it.body(), nil); err != nil {
@@ -219,24 +244,6 @@ func (r *runner) setup(ctx context.Context) error {
 			}
 		}
 	}
-
-	r.tables = make([]*table, r.cfg.Tables)
-	for i := range r.tables {
-		t := &table{idx: i, tableID: fmt.Sprintf("%s-T%d", r.prefix, i+1), carts: map[string]bool{}}
-		var s struct {
-			SessionID string `json:"sessionId"`
-			PIN       string `json:"pin"`
-		}
-		if err := r.staffCall(ctx, http.MethodPost, "/api/staff/sessions", map[string]string{"tableId": t.tableID}, &s); err != nil {
-			return fmt.Errorf("opening session for %s: %w", t.tableID, err)
-		}
-		if s.SessionID == "" || s.PIN == "" {
-			return fmt.Errorf("opening session for %s: answer without sessionId or pin", t.tableID)
-		}
-		t.sessionID, t.pin = s.SessionID, s.PIN
-		r.tables[i] = t
-	}
-	r.waitReplicated(ctx)
 	return nil
 }
 

@@ -98,6 +98,11 @@ func checkKey(key string) error {
 }
 
 func (t *Tx) buckets() (*bolt.Bucket, *bolt.Bucket, error) {
+	// Both exist after the first write ever; Bucket is a map lookup once
+	// the transaction has opened them, CreateBucketIfNotExists a search.
+	if kvb, exp := t.b.Bucket(bucketKV), t.b.Bucket(bucketExp); kvb != nil && exp != nil {
+		return kvb, exp, nil
+	}
 	kvb, err := t.b.CreateBucketIfNotExists(bucketKV)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kv bucket: %w", err)

@@ -86,6 +86,7 @@ func (n *Node) initMetrics() {
 	n.metrics = newNodeMetrics(n)
 	h := promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{Registry: n.metrics.reg})
 	n.echo.GET("/metrics", echo.WrapHandler(h), n.staffOnly)
+	n.initPprof()
 }
 
 // Metrics is the node's Prometheus registry; the domain registers its

@@ -270,20 +270,24 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 		return fail(http.StatusConflict, "OUT_OF_STOCK", unavailable)
 	}
 	need := unitsPerSKU(c.Items)
+	levels, err := store.StockOf(ctx.DB, skusOf(need))
+	if err != nil {
+		return pricedCart{}, nil, err
+	}
 	var short []string
 	for _, u := range need {
-		qty, tracked, err := store.GetStock(ctx.DB, u.sku)
-		if err != nil {
-			return pricedCart{}, nil, err
-		}
-		if tracked && qty < u.n {
+		if qty, tracked := levels[u.sku]; tracked && qty < u.n {
 			short = append(short, u.sku)
 		}
 	}
 	if len(short) > 0 {
 		return fail(http.StatusConflict, "OUT_OF_STOCK", short)
 	}
+	// Take the stock (an untracked sku has none to take).
 	for _, u := range need {
+		if _, tracked := levels[u.sku]; !tracked {
+			continue
+		}
 		if err := store.AddStock(ctx.DB, u.sku, -u.n); err != nil {
 			return pricedCart{}, nil, err
 		}

@@ -64,6 +64,7 @@ type FSM struct {
 	sqlW   *sql.DB // the single writer connection used by Apply
 	sqlR   *sql.DB // read-only pool for local reads and snapshots
 	stmtR  *stmtCache
+	stmtW  *stmtCache // the writer's statements, reused by every batch
 	closed bool
 
 	// applyMu is held for each batch, so a Capture can pin both files at
@@ -135,6 +136,7 @@ func (f *FSM) openFiles() error {
 	}
 	f.bolt, f.sqlW, f.sqlR = bdb, w, r
 	f.stmtR = newStmtCache(r)
+	f.stmtW = newStmtCache(w)
 	if err := f.initMeta(); err != nil {
 		f.closeFiles()
 		return err
@@ -180,6 +182,9 @@ func (f *FSM) initMeta() error {
 func (f *FSM) closeFiles() {
 	if f.stmtR != nil {
 		f.stmtR.close()
+	}
+	if f.stmtW != nil {
+		f.stmtW.close()
 	}
 	if f.bolt != nil {
 		f.bolt.Close()
@@ -371,6 +376,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
 	events, last, now, wall, err := f.applyLocked(logs, out)
+	// The writer's connection is free again: prepare what the batch met
+	// for the first time.
+	f.stmtW.prepareWanted()
 	if err != nil {
 		f.halt(err)
 		for i := range out {
@@ -414,7 +422,7 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 		return nil, 0, 0, 0, fmt.Errorf("begin sqlite tx: %w", err)
 	}
 	defer stx.Rollback()
-	db := newCachedTx(stx)
+	db := newCachedTx(stx, f.stmtW)
 
 	for i, l := range logs {
 		if l.Index <= applied {
@@ -476,7 +484,7 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 	if err := putU64(meta, keyWall, uint64(wall)); err != nil {
 		return nil, 0, 0, 0, err
 	}
-	if _, err := stx.Exec(`INSERT INTO _fsm_meta(k,v) VALUES('applied',?) ON CONFLICT(k) DO UPDATE SET v=excluded.v`, int64(last)); err != nil {
+	if _, err := db.Exec(`INSERT INTO _fsm_meta(k,v) VALUES('applied',?) ON CONFLICT(k) DO UPDATE SET v=excluded.v`, int64(last)); err != nil {
 		return nil, 0, 0, 0, fmt.Errorf("store sqlite applied index: %w", err)
 	}
 	// SQLite first: if we die between the commits, SQLite is ahead and

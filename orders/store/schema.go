@@ -171,6 +171,11 @@ var migrations = []string{
 	migrationLines,
 	// 8: menu content, pictures and category names (content.go).
 	contentMigration,
+	// 9: performance (issue 19): no index
+	// on orders.request_id. Its only reader also names the session, which
+	// orders_session finds; the index cost every order a write to a
+	// random page (a random UUID), on every box's SD card.
+	`DROP INDEX IF EXISTS orders_request;`,
 }
 
 // SchemaVersion is the version this build migrates to.

@@ -1,0 +1,486 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The closed loop (`masterorder bench --closed-loop`) measures throughput
+// rather than behaviour under faults: Concurrency callers, each sending its
+// next order the moment the last one was answered, every order from a
+// fresh phone (client id) with a fresh key, at the next of many sessions so
+// that neither the client cooldown nor the session burst window binds.
+// Orders answered during the warm-up are not counted.
+
+// closedLoopDefaults fill what a closed-loop Config leaves at zero.
+const (
+	defaultClosedLoopSessions = 6000
+	defaultWarmup             = 5 * time.Second
+	// setupParallelism bounds the staff calls in flight while opening the
+	// sessions: enough to be quick, few enough not to trip the cluster
+	// (thousands of concurrent staff writes would queue behind one
+	// another past the request timeout).
+	setupParallelism = 16
+)
+
+// ClosedLoopReport is the outcome of one closed-loop run.
+type ClosedLoopReport struct {
+	RunID       string   `json:"runId"`
+	URLs        []string `json:"urls"`
+	LocalNodes  bool     `json:"localNodes"` // the bench started the nodes itself
+	Concurrency int      `json:"concurrency"`
+	Sessions    int      `json:"sessions"`
+	// WarmupSeconds were excluded; MeasuredSeconds is the window counted.
+	WarmupSeconds   float64 `json:"warmupSeconds"`
+	MeasuredSeconds float64 `json:"measuredSeconds"`
+	SetupSeconds    float64 `json:"setupSeconds"`
+
+	// Orders is new orders answered 200 inside the window; OrdersPerSecond
+	// is Orders / MeasuredSeconds; LatencyMs is request → 200 of those.
+	Orders          int     `json:"orders"`
+	OrdersPerSecond float64 `json:"ordersPerSecond"`
+	LatencyMs       Latency `json:"latencyMs"`
+	// Replays is 200 answers marked idempotentReplay inside the window (a
+	// fresh key and a cart new to its session should never be one).
+	Replays int `json:"replays"`
+	// Rejections is every non-200 answer inside the window by reason code
+	// (HTTP_<status> without one, NETWORK_ERROR without an answer).
+	Rejections map[string]int `json:"rejections"`
+	// DuplicateOrderIDs is order ids answered to two different keys
+	// (must be empty).
+	DuplicateOrderIDs []int64 `json:"duplicateOrderIds"`
+
+	// Nodes is each node's resources; per order figures divide by Orders.
+	Nodes []NodeUsage `json:"nodes"`
+	// Profiles is the CPU profiles written (--cpuprofile DIR).
+	Profiles []string `json:"profiles,omitempty"`
+	Notes    []string `json:"notes"`
+}
+
+// NodeUsage is one node's resources over the run.
+type NodeUsage struct {
+	URL string `json:"url"`
+	PID int    `json:"pid,omitempty"`
+	// Source is where the figures come from: "proc" (/proc/PID, local
+	// nodes) or "metrics" (/metrics: no peak, so the largest RSS sampled
+	// every second, and no disk bytes).
+	Source string `json:"source"`
+	// PeakRSSBytes is VmHWM for local nodes (the process's peak since it
+	// started), else the largest process_resident_memory_bytes sampled.
+	PeakRSSBytes int64 `json:"peakRssBytes"`
+	// WrittenBytes is /proc/PID/io write_bytes (bytes sent to the storage
+	// layer) during the measured window; -1 when unknown.
+	WrittenBytes         int64   `json:"writtenBytes"`
+	WrittenBytesPerOrder float64 `json:"writtenBytesPerOrder"`
+	// CPUSeconds is user + system time during the window (/proc/PID/stat;
+	// -1 unknown), CPUMsPerOrder the same per order: on a shared machine
+	// the steadiest figure of what an order costs.
+	CPUSeconds    float64 `json:"cpuSeconds"`
+	CPUMsPerOrder float64 `json:"cpuMsPerOrder"`
+}
+
+// OK reports whether the run saw nothing wrong: no order id answered to
+// two keys, no replay of a fresh key.
+func (r *ClosedLoopReport) OK() bool { return len(r.DuplicateOrderIDs) == 0 && r.Replays == 0 }
+
+// closedLoop is the state of one closed-loop run.
+type closedLoop struct {
+	*runner
+	cluster *localCluster // nil against --url nodes
+	usage   []*usageProbe
+
+	measuring atomic.Bool // inside the window
+	orders    atomic.Int64
+	replays   atomic.Int64
+	next      atomic.Int64 // round robin over sessions
+
+	clMu       sync.Mutex
+	lat        []float64
+	rejections map[string]int
+	keyOf      map[int64]string // order id → key it answered
+	dups       []int64
+}
+
+// RunClosedLoop runs the closed loop: it starts three local nodes when
+// cfg.URLs is empty, sets up the menu and cfg.Sessions sessions, runs
+// cfg.Concurrency callers for cfg.Warmup + cfg.Duration and reports the
+// window after the warm-up.
+func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
+	cfg.URLs = append([]string(nil), cfg.URLs...)
+	var lc *localCluster
+	if len(cfg.URLs) == 0 {
+		var err error
+		lc, err = startLocalCluster(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("bench: starting local nodes: %w", err)
+		}
+		defer lc.stop()
+		cfg.URLs = lc.urls()
+		cfg.StaffPassword = lc.password
+		cfg.DataDir = "" // used: the nodes are up
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = time.Now().UnixNano()&(1<<62-1) | 1
+	}
+	// One table per session; the burst window is per session.
+	cfg.Tables = cfg.Sessions
+	cl := &closedLoop{runner: newRunner(cfg), cluster: lc, rejections: map[string]int{}, keyOf: map[int64]string{}}
+	defer cl.client.CloseIdleConnections()
+
+	t0 := time.Now()
+	if err := cl.setupClosedLoop(ctx); err != nil {
+		return nil, fmt.Errorf("bench setup: %w", err)
+	}
+	setup := time.Since(t0)
+
+	cl.usage = cl.newUsageProbes()
+	rep := &ClosedLoopReport{RunID: cl.runID, URLs: cfg.URLs, LocalNodes: lc != nil, Concurrency: cfg.Concurrency,
+		Sessions: cfg.Sessions, WarmupSeconds: cfg.Warmup.Seconds(), SetupSeconds: round(setup.Seconds(), 2)}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopProgress := cl.startClosedProgress()
+	var wg sync.WaitGroup
+	for i := range cfg.Concurrency {
+		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
+		wg.Go(func() { cl.caller(runCtx, i, rng) })
+	}
+	stopSampling := cl.sampleUsage(runCtx)
+
+	var winStart, winEnd time.Time
+	if sleepCtx(ctx, cfg.Warmup) {
+		for _, u := range cl.usage {
+			u.begin()
+		}
+		winStart = time.Now()
+		cl.measuring.Store(true)
+		if cfg.CPUProfileDir != "" {
+			rep.Profiles = cl.profile(ctx, cfg.Duration)
+		} else {
+			sleepCtx(ctx, cfg.Duration)
+		}
+		cl.measuring.Store(false)
+		winEnd = time.Now()
+		for _, u := range cl.usage {
+			u.end()
+		}
+	}
+	cancel()
+	wg.Wait()
+	stopSampling()
+	stopProgress()
+
+	if !winStart.IsZero() {
+		rep.MeasuredSeconds = round(winEnd.Sub(winStart).Seconds(), 2)
+	}
+	rep.Orders = int(cl.orders.Load())
+	if rep.MeasuredSeconds > 0 {
+		rep.OrdersPerSecond = round(float64(rep.Orders)/rep.MeasuredSeconds, 1)
+	}
+	rep.Replays = int(cl.replays.Load())
+	cl.clMu.Lock()
+	rep.LatencyMs = latencyOf(cl.lat)
+	rep.Rejections = cloneMap(cl.rejections)
+	rep.DuplicateOrderIDs = append([]int64{}, cl.dups...)
+	cl.clMu.Unlock()
+	for _, u := range cl.usage {
+		rep.Nodes = append(rep.Nodes, u.result(rep.Orders))
+	}
+	rep.Notes = append([]string{}, cl.notes...)
+	if ctx.Err() != nil {
+		rep.Notes = append(rep.Notes, "interrupted")
+	}
+	return rep, nil
+}
+
+// setupClosedLoop logs in, puts the menu and stock in place and opens the
+// sessions, setupParallelism at a time.
+func (cl *closedLoop) setupClosedLoop(ctx context.Context) error {
+	var login struct {
+		Token string `json:"token"`
+	}
+	if err := cl.staffCall(ctx, http.MethodPost, "/api/staff/login", map[string]string{"password": cl.cfg.StaffPassword}, &login); err != nil {
+		return fmt.Errorf("staff login: %w", err)
+	}
+	cl.token = login.Token
+	if err := cl.putMenu(ctx, maxStockQuantity); err != nil {
+		return err
+	}
+	cl.tables = make([]*table, cl.cfg.Sessions)
+	jobs := make(chan int)
+	errc := make(chan error, setupParallelism)
+	var wg sync.WaitGroup
+	for range setupParallelism {
+		wg.Go(func() {
+			for i := range jobs {
+				t := &table{idx: i, tableID: fmt.Sprintf("%s-T%d", cl.prefix, i+1), carts: map[string]bool{}}
+				var s struct {
+					SessionID string `json:"sessionId"`
+					PIN       string `json:"pin"`
+				}
+				if err := cl.staffCall(ctx, http.MethodPost, "/api/staff/sessions", map[string]string{"tableId": t.tableID}, &s); err != nil {
+					errc <- fmt.Errorf("opening session for %s: %w", t.tableID, err)
+					return
+				}
+				t.sessionID, t.pin = s.SessionID, s.PIN
+				cl.tables[i] = t
+			}
+		})
+	}
+	var err error
+feed:
+	for i := range cl.cfg.Sessions {
+		select {
+		case jobs <- i:
+		case err = <-errc:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errc:
+		default:
+		}
+	}
+	if err != nil {
+		return err
+	}
+	cl.waitReplicated(ctx)
+	return nil
+}
+
+// caller is one closed-loop client: the next order as soon as the last one
+// was answered, spread over the nodes.
+func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
+	node := idx % len(cl.urls)
+	for ctx.Err() == nil {
+		t := cl.tables[int(cl.next.Add(1)-1)%len(cl.tables)]
+		cart, allowRepeat := t.claimCart(func() []line { return randomCart(rng, cl.items) })
+		body := orderBody{Items: cart, ExpectedTotal: cartTotal(cart, cl.items), AllowRepeat: allowRepeat}
+		hdr := cl.guestHeader(t, "guest-"+randomID(16))
+		key := newUUIDv4()
+		hdr.Set("Idempotency-Key", key)
+		path := "/api/guest/sessions/" + url.PathEscape(t.sessionID) + "/orders"
+		res, err := do(ctx, cl.client, cl.timeout, http.MethodPost, cl.urls[node]+path, hdr, body, false)
+		counted := cl.measuring.Load()
+		node = (node + 1) % len(cl.urls)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if counted {
+				cl.rejectCL("NETWORK_ERROR")
+			}
+			sleepCtx(ctx, 50*time.Millisecond)
+			continue
+		}
+		if res.status != http.StatusOK {
+			if counted {
+				cl.rejectCL(res.reasonOrStatus())
+			}
+			if res.status >= 500 {
+				sleepCtx(ctx, waitFor(res, 50*time.Millisecond))
+			}
+			continue
+		}
+		var a orderAnswer
+		if json.Unmarshal(res.body, &a) != nil || a.OrderID <= 0 {
+			if counted {
+				cl.rejectCL("BAD_SUCCESS_BODY")
+			}
+			continue
+		}
+		cl.clMu.Lock()
+		if prev, seen := cl.keyOf[a.OrderID]; seen && prev != key {
+			cl.dups = append(cl.dups, a.OrderID)
+		}
+		cl.keyOf[a.OrderID] = key
+		if counted && !a.IdempotentReplay {
+			cl.lat = append(cl.lat, float64(res.elapsed)/float64(time.Millisecond))
+		}
+		cl.clMu.Unlock()
+		if counted {
+			if a.IdempotentReplay {
+				cl.replays.Add(1)
+			} else {
+				cl.orders.Add(1)
+			}
+		}
+	}
+}
+
+func (cl *closedLoop) rejectCL(reason string) {
+	cl.clMu.Lock()
+	cl.rejections[reason]++
+	cl.clMu.Unlock()
+}
+
+// startClosedProgress prints orders/s of the last second while running.
+func (cl *closedLoop) startClosedProgress() (stop func()) {
+	w := cl.cfg.Progress
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintln(w)
+				return
+			case <-t.C:
+				phase := "warm-up"
+				if cl.measuring.Load() {
+					phase = "measuring"
+				}
+				fmt.Fprintf(w, "\rbench %s  %4.0fs  %s  orders %d   ", cl.runID, time.Since(start).Seconds(), phase, cl.orders.Load())
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// profile fetches a CPU profile of the measured window from every node
+// into cfg.CPUProfileDir (staff token; loopback needs none) and returns
+// the files written.
+func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
+	// Every response must be written within 30 s (API.md, Timeouts).
+	secs := min(max(1, int(d.Round(time.Second)/time.Second)), 25)
+	if err := os.MkdirAll(cl.cfg.CPUProfileDir, 0o755); err != nil {
+		cl.note("--cpuprofile: " + err.Error())
+		sleepCtx(ctx, d)
+		return nil
+	}
+	var mu sync.Mutex
+	var files []string
+	var wg sync.WaitGroup
+	for i, base := range cl.urls {
+		wg.Go(func() {
+			c := &http.Client{Timeout: d + 30*time.Second}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs), nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+cl.token)
+			resp, err := c.Do(req)
+			if err != nil {
+				cl.note(fmt.Sprintf("--cpuprofile %s: %v", base, err))
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				cl.note(fmt.Sprintf("--cpuprofile %s: %s", base, resp.Status))
+				return
+			}
+			name := filepath.Join(cl.cfg.CPUProfileDir, fmt.Sprintf("node%d.pprof", i+1))
+			f, err := os.Create(name)
+			if err != nil {
+				cl.note("--cpuprofile: " + err.Error())
+				return
+			}
+			_, err = io.Copy(f, resp.Body)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				cl.note("--cpuprofile: " + err.Error())
+				return
+			}
+			mu.Lock()
+			files = append(files, name)
+			mu.Unlock()
+		})
+	}
+	// The window is the profile's length even if a node did not answer.
+	sleepCtx(ctx, d)
+	wg.Wait()
+	slices.Sort(files)
+	return files
+}
+
+// WriteText prints the report for people.
+func (r *ClosedLoopReport) WriteText(w io.Writer) {
+	where := "nodes " + strings.Join(r.URLs, ", ")
+	if r.LocalNodes {
+		where = "3 local nodes (init + run, mutual TLS between them): " + strings.Join(r.URLs, ", ")
+	}
+	fmt.Fprintf(w, "closed loop %s: %s\n", r.RunID, where)
+	fmt.Fprintf(w, "  %d callers, %d sessions, setup %.1fs, warm-up %.1fs excluded, measured %.1fs\n",
+		r.Concurrency, r.Sessions, r.SetupSeconds, r.WarmupSeconds, r.MeasuredSeconds)
+	fmt.Fprintf(w, "  orders        %d (%.1f orders/s)\n", r.Orders, r.OrdersPerSecond)
+	fmt.Fprintf(w, "  latency ms    p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99, r.LatencyMs.Max)
+	fmt.Fprintf(w, "  rejections    %s\n", formatCounts(r.Rejections, ""))
+	fmt.Fprintf(w, "  replays       %d (must be 0)\n", r.Replays)
+	fmt.Fprintf(w, "  duplicates    %d (must be 0)\n", len(r.DuplicateOrderIDs))
+	for _, n := range r.Nodes {
+		written := "n/a"
+		if n.WrittenBytes >= 0 {
+			written = fmt.Sprintf("%.1f MiB, %.0f B/order", float64(n.WrittenBytes)/(1<<20), n.WrittenBytesPerOrder)
+		}
+		cpu := "n/a"
+		if n.CPUSeconds >= 0 {
+			cpu = fmt.Sprintf("%.2f ms/order", n.CPUMsPerOrder)
+		}
+		fmt.Fprintf(w, "  node %s  peak RSS %.1f MiB  written %s  cpu %s  (%s)\n", n.URL, float64(n.PeakRSSBytes)/(1<<20), written, cpu, n.Source)
+	}
+	for _, p := range r.Profiles {
+		fmt.Fprintf(w, "  cpu profile   %s\n", p)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+// mainClosedLoop is `masterorder bench --closed-loop`.
+func mainClosedLoop(ctx context.Context, cfg Config, jsonPath string, stdout, stderr io.Writer) int {
+	rep, err := RunClosedLoop(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "masterorder bench: %v\n", err)
+		if isConfigError(err) {
+			return 2
+		}
+		return 1
+	}
+	rep.WriteText(stdout)
+	if jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(jsonPath, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "masterorder bench: --json: %v\n", err)
+			return 1
+		}
+	}
+	if !rep.OK() {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// usageProbe follows one node's memory and disk writes: from /proc/PID when
+// the bench started the node, else from its /metrics.
+type usageProbe struct {
+	cl   *closedLoop
+	base string
+	pid  int // 0: not local
+
+	mu          sync.Mutex
+	peakRSS     int64
+	wroteBefore int64 // write_bytes at the start of the window (-1 unknown)
+	wrote       int64 // during the window (-1 unknown)
+	cpuBefore   time.Duration
+	cpu         time.Duration // user + system during the window (-1 unknown)
+}
+
+func (cl *closedLoop) newUsageProbes() []*usageProbe {
+	ps := make([]*usageProbe, len(cl.urls))
+	for i, base := range cl.urls {
+		pid, _ := cl.cluster.pidOf(base)
+		ps[i] = &usageProbe{cl: cl, base: base, pid: pid, wroteBefore: -1, wrote: -1, cpuBefore: -1, cpu: -1}
+	}
+	return ps
+}
+
+// sampleUsage samples every node's RSS once a second until stop (the
+// /metrics source has no peak of its own).
+func (cl *closedLoop) sampleUsage(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			for _, u := range cl.usage {
+				u.sampleRSS(ctx)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+		for _, u := range cl.usage {
+			u.sampleRSS(context.Background())
+		}
+	}
+}
+
+func (u *usageProbe) sampleRSS(ctx context.Context) {
+	var rss int64
+	var err error
+	if u.pid != 0 {
+		rss, err = procStatusBytes(u.pid, "VmHWM")
+	} else {
+		rss, err = u.metric(ctx, "process_resident_memory_bytes")
+	}
+	if err != nil {
+		return
+	}
+	u.mu.Lock()
+	u.peakRSS = max(u.peakRSS, rss)
+	u.mu.Unlock()
+}
+
+func (u *usageProbe) begin() {
+	if u.pid == 0 {
+		return
+	}
+	w, werr := procIOBytes(u.pid, "write_bytes")
+	c, cerr := procCPU(u.pid)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if werr == nil {
+		u.wroteBefore = w
+	}
+	if cerr == nil {
+		u.cpuBefore = c
+	}
+}
+
+func (u *usageProbe) end() {
+	if u.pid == 0 {
+		return
+	}
+	w, err := procIOBytes(u.pid, "write_bytes")
+	c, cerr := procCPU(u.pid)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err == nil && u.wroteBefore >= 0 {
+		u.wrote = w - u.wroteBefore
+	}
+	if cerr == nil && u.cpuBefore >= 0 {
+		u.cpu = c - u.cpuBefore
+	}
+}
+
+func (u *usageProbe) result(orders int) NodeUsage {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, WrittenBytes: u.wrote, CPUSeconds: -1}
+	if u.pid != 0 {
+		r.Source = "proc"
+	}
+	if u.cpu >= 0 {
+		r.CPUSeconds = round(u.cpu.Seconds(), 2)
+		if orders > 0 {
+			r.CPUMsPerOrder = round(float64(u.cpu)/float64(time.Millisecond)/float64(orders), 3)
+		}
+	}
+	if u.wrote >= 0 && orders > 0 {
+		r.WrittenBytesPerOrder = round(float64(u.wrote)/float64(orders), 0)
+	}
+	return r
+}
+
+// metric reads one unlabelled sample from the node's /metrics (staff
+// token; loopback needs none).
+func (u *usageProbe) metric(ctx context.Context, name string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+u.cl.token)
+	resp, err := u.cl.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	return promSample(bufio.NewScanner(resp.Body), name)
+}
+
+// promSample finds "name value" in Prometheus text format.
+func promSample(sc *bufio.Scanner, name string) (int64, error) {
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), name+" ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			return 0, err
+		}
+		return int64(f), nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no %s", name)
+}
+
+// procStatusBytes reads a "Key:  N kB" line of /proc/PID/status.
+func procStatusBytes(pid int, key string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(b) {
+		rest, ok := bytes.CutPrefix(line, []byte(key+":"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(rest))
+		if len(f) == 0 {
+			break
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		if len(f) > 1 && f[1] == "kB" {
+			n *= 1024
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, key)
+}
+
+// procIOBytes reads a "key: N" line of /proc/PID/io.
+func procIOBytes(pid int, key string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte(key+":")); ok {
+			return strconv.ParseInt(strings.TrimSpace(string(rest)), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/io: no %s", pid, key)
+}
+
+// clockTick is USER_HZ, the unit of /proc/PID/stat times (100 on every
+// Linux the store runs on).
+const clockTick = 10 * time.Millisecond
+
+// procCPU is the process's user + system time from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces: the fields start after its ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	// Fields 14 and 15 of the line (utime, stime) are 12 and 13 here.
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed times", pid)
+	}
+	return time.Duration(ut+st) * clockTick, nil
+}
