@@ -21,8 +21,8 @@ func TestReprintArchivedOrder(t *testing.T) {
 	p := printertest.Start(t)
 	s.addPrinter("kitchen-1", p.Addr, false)
 	sess := s.openSession("T9")
-	id := s.staffOrder(t, 1, sess, cart(line("ramen", 1, "egg")))
-	num := fmt.Sprint(id)
+	// The ticket's big number is the day's ticket number.
+	id, num := s.staffOrderTicket(t, 1, sess, cart(line("ramen", 1, "egg")))
 	waitFor(t, "the ticket", 30*time.Second, func() bool { orig, _, _ := p.Tickets(); return orig[num] == 1 })
 	s.mustStaff(1, "POST", "/api/staff/sessions/"+sess.ID+"/checkout", map[string]string{"payment": "cash"})
 

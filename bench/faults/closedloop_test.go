@@ -23,7 +23,9 @@ func TestClosedLoopOnLocalNodes(t *testing.T) {
 	cfg.ClosedLoop = true
 	cfg.Binary = binary
 	cfg.Concurrency = 8
-	cfg.Sessions = 300
+	// The burst window (1 s) must never bind: at a few hundred orders/s a
+	// session comes round every ten seconds or more.
+	cfg.Sessions = 3000
 	cfg.Warmup = time.Second
 	cfg.Duration = 4 * time.Second
 	cfg.DataDir = t.TempDir()
