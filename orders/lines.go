@@ -19,19 +19,21 @@ import (
 // Apply like toppings.
 
 type optionInput struct {
-	OptionID string `json:"optionId"`
-	Name     string `json:"name"`
-	NameEn   string `json:"nameEn"`
-	Price    *int64 `json:"price"`
+	OptionID string            `json:"optionId"`
+	Name     string            `json:"name"`
+	NameEn   string            `json:"nameEn"`
+	Names    map[string]string `json:"names"`
+	Price    *int64            `json:"price"`
 }
 
 type optionGroupInput struct {
-	GroupID string        `json:"groupId"`
-	Name    string        `json:"name"`
-	NameEn  string        `json:"nameEn"`
-	Min     int           `json:"min"`
-	Max     *int          `json:"max"`
-	Options []optionInput `json:"options"`
+	GroupID string            `json:"groupId"`
+	Name    string            `json:"name"`
+	NameEn  string            `json:"nameEn"`
+	Names   map[string]string `json:"names"`
+	Min     int               `json:"min"`
+	Max     *int              `json:"max"`
+	Options []optionInput     `json:"options"`
 }
 
 // menuLinesInput is the part of a menu item body that order lines add.
@@ -60,12 +62,21 @@ func (in menuLinesInput) applyLines(item *store.MenuItem) (field string) {
 		if g.Max != nil {
 			max = *g.Max
 		}
-		og := store.OptionGroup{GroupID: g.GroupID, Name: g.Name, NameEn: g.NameEn, Min: g.Min, Max: max, Options: []store.Option{}}
+		names, field, ok := optionNames(g.Names, f+".names")
+		if !ok {
+			return field
+		}
+		og := store.OptionGroup{GroupID: g.GroupID, Name: g.Name, NameEn: g.NameEn, Names: names, Min: g.Min, Max: max, Options: []store.Option{}}
 		for j, o := range g.Options {
+			of := fmt.Sprintf("%s.options[%d]", f, j)
 			if o.Price == nil {
-				return fmt.Sprintf("%s.options[%d].price", f, j)
+				return of + ".price"
 			}
-			og.Options = append(og.Options, store.Option{OptionID: o.OptionID, Name: o.Name, NameEn: o.NameEn, Price: *o.Price})
+			names, field, ok := optionNames(o.Names, of+".names")
+			if !ok {
+				return field
+			}
+			og.Options = append(og.Options, store.Option{OptionID: o.OptionID, Name: o.Name, NameEn: o.NameEn, Names: names, Price: *o.Price})
 		}
 		item.OptionGroups = append(item.OptionGroups, og)
 		if sub := badGroup(og, item.OptionGroups[:i]); sub != "" {
@@ -73,6 +84,16 @@ func (in menuLinesInput) applyLines(item *store.MenuItem) (field string) {
 		}
 	}
 	return ""
+}
+
+// optionNames canonicalizes a group's or option's names; none (or an
+// empty map) stays nil, so the stored JSON of a group without extra
+// languages is byte for byte what it was before names existed.
+func optionNames(in map[string]string, field string) (store.Names, string, bool) {
+	if len(in) == 0 {
+		return nil, "", true
+	}
+	return canonicalNames(in, field)
 }
 
 // badGroup names what is wrong with g ("" if nothing), given the groups
@@ -87,6 +108,9 @@ func badGroup(g store.OptionGroup, before []store.OptionGroup) string {
 	if !validText(g.NameEn, maxNameLen, false) {
 		return ".nameEn"
 	}
+	if !validNames(g.Names) {
+		return ".names"
+	}
 	if len(g.Options) < 1 || len(g.Options) > admission.MaxGroupOptions {
 		return ".options"
 	}
@@ -100,6 +124,9 @@ func badGroup(g store.OptionGroup, before []store.OptionGroup) string {
 		}
 		if !validText(o.Name, maxNameLen, true) || !validText(o.NameEn, maxNameLen, false) {
 			return f + ".name"
+		}
+		if !validNames(o.Names) {
+			return f + ".names"
 		}
 		if o.Price < 0 || o.Price > maxPriceYen {
 			return f + ".price"

@@ -467,3 +467,86 @@ func TestTicketNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionNames: option groups and options carry extra languages like
+// items (canonical tags, bad ones named by field, nothing written), and
+// both menu answers give them back on every node.
+func TestOptionNames(t *testing.T) {
+	s := startStore(t, 3, nil)
+	s.seedMenu()
+	item := func(groupNames, optNames map[string]string) map[string]any {
+		return map[string]any{"name": "塩ラーメン", "price": 850, "optionGroups": []any{map[string]any{
+			"groupId": "firmness", "name": "麺のかたさ", "nameEn": "Noodle firmness", "names": groupNames, "min": 1, "max": 1,
+			"options": []any{
+				map[string]any{"optionId": "soft", "name": "やわらかめ", "price": 0},
+				map[string]any{"optionId": "firm", "name": "かため", "nameEn": "Firm", "names": optNames, "price": 0},
+			}}}}
+	}
+	for i, c := range []struct {
+		group, opt map[string]string
+		field      string
+	}{
+		{map[string]string{"xx-!!": "a"}, nil, "optionGroups[0].names.xx-!!"},
+		{map[string]string{"zh-Hans": "a", "zh-hans": "b"}, nil, "optionGroups[0].names.zh-hans"},
+		{map[string]string{"ko": "a\nb"}, nil, "optionGroups[0].names.ko"},
+		{nil, map[string]string{"ko": strings.Repeat("면", 101)}, "optionGroups[0].options[1].names.ko"},
+		{nil, map[string]string{"ko": ""}, "optionGroups[0].options[1].names.ko"},
+		{nil, map[string]string{"123": "a"}, "optionGroups[0].options[1].names.123"},
+	} {
+		r := s.staff(0, "PUT", "/api/staff/menu/shio", item(c.group, c.opt))
+		if r.Status != 400 || r.reason(t) != "INVALID_MENU_ITEM" || field(t, r) != c.field {
+			t.Errorf("case %d: %d %s, want field %s", i, r.Status, r.Body, c.field)
+		}
+	}
+	if r := s.staff(1, "GET", "/api/staff/menu", nil); strings.Contains(string(r.Body), `"shio"`) {
+		t.Fatalf("a rejected item was written: %s", r.Body)
+	}
+	s.mustStaff(0, "PUT", "/api/staff/menu/shio", item(map[string]string{"zh-hans": "面的硬度", "ko": "면 굵기"}, map[string]string{"zh-Hans": "硬"}))
+	type menuView struct {
+		Items []struct {
+			MenuID       string
+			OptionGroups []struct {
+				GroupID string
+				Names   map[string]string
+				Options []struct {
+					OptionID string
+					Names    map[string]string
+				}
+			}
+		}
+	}
+	check := func(where string, m menuView) {
+		t.Helper()
+		for _, it := range m.Items {
+			if it.MenuID != "shio" {
+				continue
+			}
+			g := it.OptionGroups[0]
+			if len(g.Names) != 2 || g.Names["zh-Hans"] != "面的硬度" || g.Names["ko"] != "면 굵기" ||
+				len(g.Options[0].Names) != 0 || len(g.Options[1].Names) != 1 || g.Options[1].Names["zh-Hans"] != "硬" {
+				t.Errorf("%s: names %+v", where, g)
+			}
+			return
+		}
+		t.Errorf("%s: no shio", where)
+	}
+	sess := s.openSession("B1")
+	for i := 0; i < 3; i++ {
+		// a follower may not have applied the write yet: wait for it (bounded)
+		var staff, guest menuView
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			r := s.mustStaff(i, "GET", "/api/staff/menu", nil)
+			if strings.Contains(string(r.Body), `"shio"`) || time.Now().After(deadline) {
+				r.json(t, &staff)
+				break
+			}
+		}
+		check(fmt.Sprint("staff menu on node ", i), staff)
+		r := s.do(i, "GET", "/api/guest/sessions/"+sess.ID+"/menu", map[string]string{"X-Session-PIN": sess.PIN}, nil)
+		if r.Status != 200 {
+			t.Fatalf("guest menu on node %d: %d %s", i, r.Status, r.Body)
+		}
+		r.json(t, &guest)
+		check(fmt.Sprint("guest menu on node ", i), guest)
+	}
+}

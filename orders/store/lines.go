@@ -20,7 +20,10 @@ type Option struct {
 	OptionID string `json:"optionId"`
 	Name     string `json:"name"`
 	NameEn   string `json:"nameEn,omitempty"`
-	Price    int64  `json:"price"`
+	// Names: extra languages by BCP 47 tag. omitempty keeps the stored
+	// bytes of a group without them as they were before the field.
+	Names Names `json:"names,omitempty"`
+	Price int64 `json:"price"`
 }
 
 // OptionGroup is a choice a guest makes for a line: min ≥ 1 is required.
@@ -28,6 +31,7 @@ type OptionGroup struct {
 	GroupID string   `json:"groupId"`
 	Name    string   `json:"name"`
 	NameEn  string   `json:"nameEn,omitempty"`
+	Names   Names    `json:"names,omitempty"` // as Option.Names
 	Min     int      `json:"min"`
 	Max     int      `json:"max"`
 	Options []Option `json:"options"`

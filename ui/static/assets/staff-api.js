@@ -195,7 +195,8 @@ export function menuBody(item, changes) {
       nameEn: String(g.nameEn || ''),
       min: Number(g.min) || 0,
       max: Number(g.max) || 0,
-      options: (g.options || []).map((o) => ({ optionId: String(o.optionId), name: String(o.name || ''), nameEn: String(o.nameEn || ''), price: Number(o.price) || 0 })),
+      names: Object.assign({}, g.names), // other languages: kept through a save
+      options: (g.options || []).map((o) => ({ optionId: String(o.optionId), name: String(o.name || ''), nameEn: String(o.nameEn || ''), names: Object.assign({}, o.names), price: Number(o.price) || 0 })),
     })),
   };
 }

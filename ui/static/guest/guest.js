@@ -279,8 +279,9 @@ function toppingName(item, tid) {
   return localName(t, getLang());
 }
 
+// groupName: an option group's or option's label, picked like an item's.
 function groupName(g) {
-  return getLang() === 'en' && g.nameEn ? g.nameEn : g.name;
+  return localName(g, getLang());
 }
 
 // optionNames are a line's chosen options, in the menu's order.

@@ -3,6 +3,7 @@
 import { menuBody } from '/assets/staff-api.js';
 import { $, h, clear, setError, yen, toast } from '/assets/dom.js';
 import { createContentEditor } from '/staff/content-editor.js';
+import { createOptionsEditor } from '/staff/options-editor.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -18,6 +19,7 @@ export function createMenuPage({ api, T }) {
   let editing = null; // menuId of the item in the form, null for a new one
   let categories = {}; // category → names by language
   const content = createContentEditor({ api, T });
+  const options = createOptionsEditor({ T });
 
   async function load() {
     try {
@@ -77,6 +79,7 @@ export function createMenuPage({ api, T }) {
     const box = clear($('#menu-toppings'));
     for (const t of (item && item.toppings) || []) box.append(toppingRow(t));
     setError('#menu-error', '');
+    options.fill(item);
     content.fill(item, categories);
   }
 
@@ -98,10 +101,11 @@ export function createMenuPage({ api, T }) {
       if (!Number.isFinite(t.price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
       toppings.push(t);
     }
-    const before = items.find((i) => i.menuId === menuId);
+    const groups = options.body();
+    if (groups.error) return setError('#menu-error', groups.error);
     const body = menuBody({
       station: $('#menu-station').value.trim() || 'kitchen',
-      optionGroups: (before && before.optionGroups) || [], // edited through the API
+      optionGroups: groups.optionGroups,
       name,
       nameEn: $('#menu-name-en').value.trim(),
       category: $('#menu-category').value.trim(),

@@ -3,6 +3,7 @@
 // names (API.md "Menu: options, notes, stations, languages").
 
 import { $, h, clear } from '/assets/dom.js';
+import { OPTION_STRINGS } from '/staff/options-editor.js';
 
 export const CONTENT_LANGS = [
   ['zh-Hans', '中文（简体）'],
@@ -48,11 +49,12 @@ export const CONTENT_STRINGS = {
   },
 };
 
-// withContentStrings adds the editor's strings to the console's.
+// withContentStrings adds the editors' strings (content, option groups)
+// to the console's.
 export function withContentStrings(dicts) {
   return {
-    ja: Object.assign({}, dicts.ja, CONTENT_STRINGS.ja),
-    en: Object.assign({}, dicts.en, CONTENT_STRINGS.en),
+    ja: Object.assign({}, dicts.ja, CONTENT_STRINGS.ja, OPTION_STRINGS.ja),
+    en: Object.assign({}, dicts.en, CONTENT_STRINGS.en, OPTION_STRINGS.en),
   };
 }
 
