@@ -458,29 +458,5 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 	}
 }
 
-// mainClosedLoop is `masterorder bench --closed-loop`.
-func mainClosedLoop(ctx context.Context, cfg Config, jsonPath string, stdout, stderr io.Writer) int {
-	rep, err := RunClosedLoop(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "masterorder bench: %v\n", err)
-		if isConfigError(err) {
-			return 2
-		}
-		return 1
-	}
-	rep.WriteText(stdout)
-	if jsonPath != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err == nil {
-			err = os.WriteFile(jsonPath, append(b, '\n'), 0o644)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "masterorder bench: --json: %v\n", err)
-			return 1
-		}
-	}
-	if !rep.OK() {
-		return 1
-	}
-	return 0
-}
+// WriteJSONFile writes the report as JSON to path (--json).
+func (r *ClosedLoopReport) WriteJSONFile(path string) error { return writeJSONFile(path, r) }

@@ -291,36 +291,28 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteJSONFile writes the report as JSON to path.
-func (r *Report) WriteJSONFile(path string) error {
-	f, err := os.Create(path)
+func (r *Report) WriteJSONFile(path string) error { return writeJSONFile(path, r) }
+
+// writeJSONFile writes v as indented JSON to path (both reports' --json).
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := r.WriteJSON(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// Main is the whole `masterorder bench` command: args are those after
-// "bench". It returns the exit code: 0 the store passed, 1 a runtime failure
-// or duplicates/lost/problems found, 2 bad usage.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, jsonPath, err := ParseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		if isConfigError(err) {
-			fmt.Fprintf(stderr, "masterorder bench: %v\n", err)
-		}
-		return 2
-	}
-	if cfg.ClosedLoop {
-		return mainClosedLoop(ctx, cfg, jsonPath, stdout, stderr)
-	}
-	rep, err := Run(ctx, cfg)
+// report is what both bench modes print and judge.
+type report interface {
+	WriteText(io.Writer)
+	WriteJSONFile(path string) error
+	OK() bool
+}
+
+// finish prints a run's report (and its --json file) and gives the exit
+// code: 1 for a runtime failure or a report that did not pass, 2 for bad
+// settings.
+func finish(rep report, err error, jsonPath string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "masterorder bench: %v\n", err)
 		if isConfigError(err) {
@@ -339,6 +331,28 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// Main is the whole `masterorder bench` command: args are those after
+// "bench". It returns the exit code: 0 the store passed, 1 a runtime failure
+// or duplicates/lost/problems found, 2 bad usage.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, jsonPath, err := ParseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		if isConfigError(err) {
+			fmt.Fprintf(stderr, "masterorder bench: %v\n", err)
+		}
+		return 2
+	}
+	if cfg.ClosedLoop {
+		rep, err := RunClosedLoop(ctx, cfg)
+		return finish(rep, err, jsonPath, stdout, stderr)
+	}
+	rep, err := Run(ctx, cfg)
+	return finish(rep, err, jsonPath, stdout, stderr)
 }
 
 func latencyOf(ms []float64) Latency {
