@@ -68,7 +68,7 @@ func (c *catalog) at(q store.DB) (map[string]store.MenuItem, error) {
 
 // resolveLine finds a cart line's item and toppings in menu; found is
 // false for an unknown item or a topping the item does not allow. The
-// HTTP check (catalogKnows) and pricing inside Apply (priceCart) share it,
+// HTTP check (catalogKnows, before proposing) and pricing inside Apply (priceCart) share it,
 // so they cannot disagree on what the menu knows.
 func resolveLine(menu map[string]store.MenuItem, l admission.Line) (m store.MenuItem, tops []store.Topping, found bool) {
 	m, found = menu[l.MenuID]

@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -187,25 +188,15 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 		return s.failField(c, http.StatusBadRequest, "INVALID_ORDER", admission.FieldOf(err))
 	}
 	lines := admission.Normalize(req.Items)
-	empty, known, err := s.catalogKnows(lines)
-	if err == nil && !known {
-		// This replica may lag a menu write made through another box:
-		// catch up before calling an item unknown.
-		if err = s.consistent(c.Request().Context()); err == nil {
-			empty, known, err = s.catalogKnows(lines)
-		}
-	}
+	verdict, err := s.catalogKnows(c.Request().Context(), lines, req.Items)
 	if err != nil {
 		return s.failErr(c, err)
 	}
-	if !empty && !known {
+	if !verdict.empty && !verdict.known {
 		return s.fail(c, http.StatusBadRequest, "INVALID_ORDER", 0, nil)
 	}
-	if field, err := s.localOptionsField(c, req.Items); err != nil || field != "" {
-		if err != nil {
-			return s.failErr(c, err)
-		}
-		return s.failField(c, http.StatusBadRequest, "INVALID_ORDER", field)
+	if verdict.field != "" {
+		return s.failField(c, http.StatusBadRequest, "INVALID_ORDER", verdict.field)
 	}
 	// Row 3: session and PIN (staff need no PIN).
 	if guest {
@@ -216,7 +207,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 		return s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
 	// Row 4: a node still loading its replica has no catalog.
-	if empty {
+	if verdict.empty {
 		return s.fail(c, http.StatusServiceUnavailable, "CATALOG_NOT_READY", 2*time.Second, nil)
 	}
 	cmd := placeOrderCmd{
@@ -249,20 +240,40 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	return s.respond(c, r)
 }
 
-// catalogKnows checks every menu id and topping of the cart against the
-// local catalog; empty reports a replica with no menu at all.
-func (s *Service) catalogKnows(lines []admission.Line) (empty, known bool, err error) {
-	var menu map[string]store.MenuItem
-	if err := s.query(func(db store.DB) (err error) { menu, err = s.catalog.at(db); return }); err != nil {
-		return false, false, err
-	}
-	if len(menu) == 0 {
-		return true, false, nil
-	}
-	for _, l := range lines {
-		if _, _, found := resolveLine(menu, l); !found {
-			return false, false, nil
+// cartVerdict is the local catalog's view of a cart before proposing:
+// empty a replica with no menu at all, known every item and topping found,
+// field the first bad option choice (by the guest's line numbers).
+type cartVerdict struct {
+	empty, known bool
+	field        string
+}
+
+// catalogKnows judges the cart (normalized, and as sent for the option
+// fields) against the local catalog in one read. A replica that may lag a
+// menu write made through another box catches up once before it calls an
+// item unknown or a choice wrong.
+func (s *Service) catalogKnows(ctx context.Context, lines, asSent []admission.Line) (cartVerdict, error) {
+	judge := func() (v cartVerdict, err error) {
+		var menu map[string]store.MenuItem
+		if err := s.query(func(db store.DB) (err error) { menu, err = s.catalog.at(db); return }); err != nil {
+			return v, err
 		}
+		if len(menu) == 0 {
+			return cartVerdict{empty: true}, nil
+		}
+		for _, l := range lines {
+			if _, _, found := resolveLine(menu, l); !found {
+				return v, nil
+			}
+		}
+		return cartVerdict{known: true, field: cartOptionsField(menu, asSent)}, nil
 	}
-	return false, true, nil
+	v, err := judge()
+	if err != nil || (v.known && v.field == "") {
+		return v, err
+	}
+	if err := s.consistent(ctx); err != nil {
+		return v, err
+	}
+	return judge()
 }

@@ -257,27 +257,6 @@ func (s *Service) failField(c echo.Context, status int, code, field string) erro
 	return httpapi.Write(c, httpapi.Refusal{Status: status, Code: code, Field: field})
 }
 
-// localOptionsField checks the cart as sent (the guest's line numbers)
-// against this replica's menu; a replica that may lag a menu write made
-// elsewhere catches up before it calls a choice wrong.
-func (s *Service) localOptionsField(c echo.Context, lines []admission.Line) (string, error) {
-	check := func() (string, error) {
-		var menu map[string]store.MenuItem
-		if err := s.query(func(db store.DB) (err error) { menu, err = s.catalog.at(db); return }); err != nil {
-			return "", err
-		}
-		return cartOptionsField(menu, lines), nil
-	}
-	f, err := check()
-	if err != nil || f == "" {
-		return f, err
-	}
-	if err := s.consistent(c.Request().Context()); err != nil {
-		return "", err
-	}
-	return check()
-}
-
 // nextTicketNo is the new order's ticket number: 1, 2, 3 … after the
 // newest day close (the same on every node at this index).
 func nextTicketNo(db store.DB) (int64, error) {
