@@ -294,7 +294,7 @@ func (n *Node) Ready() bool {
 	default:
 		return false
 	}
-	return n.fsm.Applied() >= n.raft.CommitIndex()
+	return n.fsm.Handled() >= n.raft.CommitIndex()
 }
 
 func (n *Node) handleReady(c echo.Context) error {

@@ -189,7 +189,12 @@ func (n *Node) barrier() error {
 			return err
 		}
 	}
-	return n.await(n.raft.Barrier(5*time.Second), 10*time.Second)
+	if err := n.await(n.raft.Barrier(5*time.Second), 10*time.Second); err != nil {
+		return err
+	}
+	// Everything before the barrier is applied; it is in the files too,
+	// so the new leader's workers and local reads start from all of it.
+	return n.fsm.Flush()
 }
 
 // errFutureTimeout: a Raft future gave no answer within its bound.

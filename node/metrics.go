@@ -102,6 +102,7 @@ func (m *nodeMetrics) observeCommit(start time.Time) {
 type raftCollector struct {
 	n                                                      *Node
 	state, term, commit, applied, last, ready, voters, all *prometheus.Desc
+	commits                                                *prometheus.Desc
 }
 
 func newRaftCollector(n *Node) *raftCollector {
@@ -117,11 +118,12 @@ func newRaftCollector(n *Node) *raftCollector {
 		ready:   d("masterorder_node_ready", "1 when /readyz answers 200."),
 		voters:  d("masterorder_cluster_voters", "Voters in the Raft configuration."),
 		all:     d("masterorder_cluster_members", "Members (voters and non-voters) in the Raft configuration."),
+		commits: d("masterorder_fsm_commits_total", "Commits of the FSM files (one per group of Raft batches)."),
 	}
 }
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.last, c.ready, c.voters, c.all} {
+	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.last, c.ready, c.voters, c.all, c.commits} {
 		ch <- d
 	}
 }
@@ -145,6 +147,7 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.term, float64(r.CurrentTerm()))
 	g(c.commit, float64(r.CommitIndex()))
 	g(c.applied, float64(c.n.fsm.Applied()))
+	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(c.n.fsm.Commits()))
 	g(c.last, float64(r.LastIndex()))
 	ready := 0.0
 	if c.n.Ready() {

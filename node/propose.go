@@ -149,7 +149,16 @@ func (n *Node) commitOnLeader(p Proposal) ([]byte, error) {
 type kvProposer struct{ n *Node }
 
 func (k kvProposer) Propose(ctx context.Context, t raftfsm.CommandType, payload []byte) ([]byte, error) {
-	return k.n.Propose(ctx, Proposal{Type: t, Version: 1, Payload: payload})
+	out, err := k.n.Propose(ctx, Proposal{Type: t, Version: 1, Payload: payload})
+	if err == nil && k.n.IsLeader() {
+		// The leader's FSM applied it: a local KV read right after sees
+		// it, as before the FSM grouped its commits (raftfsm/group.go).
+		// KV writes are rare (locks, expiry): the commit costs little.
+		if ferr := k.n.fsm.Flush(); ferr != nil {
+			return out, ferr
+		}
+	}
+	return out, err
 }
 
 var _ kv.Proposer = kvProposer{}

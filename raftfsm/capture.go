@@ -65,6 +65,11 @@ func (f *FSM) Capture() (*Capture, error) {
 	}
 
 	f.applyMu.Lock()
+	// The copy is of the files: what is applied must be in them.
+	if err := f.commitGroupLocked(); err != nil {
+		f.applyMu.Unlock()
+		return fail(err)
+	}
 	index := f.Applied()
 	// A halted FSM's files lag the log: a copy would look current and
 	// silently miss the entries in between.

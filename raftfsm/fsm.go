@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -48,6 +49,9 @@ type Options struct {
 	// every restore, inside one transaction, and must be idempotent.
 	Migrate func(tx *sql.Tx) error
 	Logger  *slog.Logger
+	// Grouping commits many batches at once (group.go); the zero value
+	// commits each batch.
+	Grouping Grouping
 }
 
 // FSM applies committed commands to a bbolt file (coordination KV) and a
@@ -67,9 +71,19 @@ type FSM struct {
 	stmtW  *stmtCache // the writer's statements, reused by every batch
 	closed bool
 
-	// applyMu is held for each batch, so a Capture can pin both files at
-	// one index between two batches.
-	applyMu sync.Mutex
+	// applyMu is held for each batch and each group commit, so a Capture
+	// can pin both files at one index between two batches.
+	applyMu    sync.Mutex
+	grouping   Grouping
+	grp        *group // the open group, guarded by applyMu
+	grpGen     uint64
+	timerArmed bool
+	// pendingLast is the newest index in the open group (0: none), for
+	// WaitApplied; waiters counts those waiting, so a batch that ends
+	// while one waits commits at once.
+	pendingLast atomic.Uint64
+	waiters     atomic.Int64
+	commits     atomic.Uint64
 
 	state   sync.Mutex // guards the fields below
 	applied uint64
@@ -100,7 +114,7 @@ func Open(opts Options) (*FSM, error) {
 	if err := os.RemoveAll(filepath.Join(opts.Dir, captureDir)); err != nil {
 		return nil, fmt.Errorf("remove stale snapshot copies: %w", err)
 	}
-	f := &FSM{dir: opts.Dir, reg: opts.Registry, migrate: opts.Migrate, log: opts.Logger, advance: make(chan struct{})}
+	f := &FSM{dir: opts.Dir, reg: opts.Registry, migrate: opts.Migrate, log: opts.Logger, advance: make(chan struct{}), grouping: opts.Grouping}
 	if err := f.openChecked(); err != nil {
 		// Damaged files are set aside and replaced by empty ones at
 		// index 0: the node rebuilds them from snapshot and log.
@@ -204,6 +218,11 @@ func (f *FSM) Close() error {
 	if f.closed {
 		return nil
 	}
+	f.applyMu.Lock()
+	if err := f.commitGroupLocked(); err != nil {
+		f.log.Warn("fsm close: last group not committed (the log still holds it)", "error", err)
+	}
+	f.applyMu.Unlock()
 	f.closed = true
 	f.closeFiles()
 	return nil
@@ -226,6 +245,9 @@ func (f *FSM) Consistent() (bool, error) {
 func (f *FSM) Reset() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.applyMu.Lock()
+	f.abortGroupLocked()
+	f.applyMu.Unlock()
 	f.closeFiles()
 	for _, name := range []string{boltFile, sqliteFile, sqliteFile + "-wal", sqliteFile + "-shm"} {
 		if err := os.Remove(filepath.Join(f.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -297,8 +319,12 @@ func (f *FSM) Halted() error {
 	return f.halted
 }
 
-// WaitApplied blocks until index is applied locally or ctx ends.
+// WaitApplied blocks until index is applied locally or ctx ends. An index
+// held by the open group commits it (group.go).
 func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	// Counted before looking, so a batch ending from now on commits.
+	f.waiters.Add(1)
+	defer f.waiters.Add(-1)
 	for {
 		f.state.Lock()
 		applied, ch, halted := f.applied, f.advance, f.halted
@@ -308,6 +334,12 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 		}
 		if halted != nil {
 			return halted
+		}
+		if p := f.pendingLast.Load(); p != 0 && p >= index {
+			if err := f.Flush(); err != nil {
+				return err
+			}
+			continue
 		}
 		select {
 		case <-ch:
@@ -375,69 +407,45 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	defer f.mu.RUnlock()
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
-	events, last, now, wall, err := f.applyLocked(logs, out)
-	// The writer's connection is free again: prepare what the batch met
-	// for the first time.
-	f.stmtW.prepareWanted()
-	if err != nil {
+	if err := f.applyLocked(logs, out); err != nil {
+		f.abortGroupLocked()
 		f.halt(err)
 		for i := range out {
 			out[i] = Response{Err: fmt.Errorf("%w: %v", ErrHalted, err)}
 		}
 		return out
 	}
-	f.state.Lock()
-	if last > f.applied {
-		if now != f.now {
-			f.nowAt = time.Now()
+	if err := f.settleGroupLocked(); err != nil {
+		// Halted (commitGroupLocked): the log keeps these entries.
+		for i := range out {
+			out[i] = Response{Err: fmt.Errorf("%w: %v", ErrHalted, err)}
 		}
-		f.applied, f.now, f.wall = last, now, wall
-		close(f.advance)
-		f.advance = make(chan struct{})
-	}
-	f.state.Unlock()
-	if len(events) > 0 {
-		f.listenMu.RLock()
-		if f.listener != nil {
-			f.listener(events)
-		}
-		f.listenMu.RUnlock()
 	}
 	return out
 }
 
-func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, last uint64, now, wall int64, err error) {
-	f.state.Lock()
-	applied, now, wall := f.applied, f.now, f.wall
-	f.state.Unlock()
-	last = applied
-
-	btx, err := f.bolt.Begin(true)
+// applyLocked applies logs into the open group (begun if none is open).
+// An error leaves the group to be dropped: nothing of it may commit.
+func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) error {
+	g, err := f.openGroupLocked()
 	if err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("begin bolt tx: %w", err)
+		return err
 	}
-	defer btx.Rollback()
-	stx, err := f.sqlW.Begin()
-	if err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("begin sqlite tx: %w", err)
-	}
-	defer stx.Rollback()
-	db := newCachedTx(stx, f.stmtW)
-
 	for i, l := range logs {
-		if l.Index <= applied {
+		if l.Index <= g.last {
 			// Already in the files: the node restarted without restoring.
 			out[i] = Response{Err: fmt.Errorf("index %d already applied", l.Index)}
 			continue
 		}
-		last = l.Index
+		g.last = l.Index
+		g.n++
 		if l.Type != raft.LogCommand {
 			out[i] = Response{}
 			continue
 		}
 		cmd, derr := Decode(l.Data)
 		if errors.Is(derr, ErrNewerFormat) {
-			return nil, 0, 0, 0, fmt.Errorf("index %d: %v: upgrade this node", l.Index, derr)
+			return fmt.Errorf("index %d: %v: upgrade this node", l.Index, derr)
 		}
 		if derr != nil {
 			// Corrupt in the same way on every node: skipping it is what
@@ -445,11 +453,11 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 			out[i] = Response{Err: derr}
 			continue
 		}
-		if cmd.FSMTime > now {
-			now = cmd.FSMTime
+		if cmd.FSMTime > g.now {
+			g.now = cmd.FSMTime
 		}
 		if cmd.WallTime != 0 {
-			wall = cmd.WallTime
+			g.wall = cmd.WallTime
 		}
 		reg, known := f.reg.handlers[cmd.Type]
 		if !known {
@@ -457,45 +465,21 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) (events []Event, 
 				out[i] = Response{Err: fmt.Errorf("%w %d (ignorable, skipped)", ErrUnknownCommand, cmd.Type)}
 				continue
 			}
-			return nil, 0, 0, 0, fmt.Errorf("index %d: command type %d is unknown to this version: upgrade this node", l.Index, cmd.Type)
+			return fmt.Errorf("index %d: command type %d is unknown to this version: upgrade this node", l.Index, cmd.Type)
 		}
 		if v := max(cmd.Version, 1); v > reg.maxVersion {
-			return nil, 0, 0, 0, fmt.Errorf("index %d: %s version %d is newer than this node applies (%d): upgrade this node",
+			return fmt.Errorf("index %d: %s version %d is newer than this node applies (%d): upgrade this node",
 				l.Index, reg.name, cmd.Version, reg.maxVersion)
 		}
-		ctx := &ApplyContext{Index: l.Index, Now: now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: btx, SQL: stx, DB: db}
+		ctx := &ApplyContext{Index: l.Index, Now: g.now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: g.btx, SQL: g.stx, DB: g.db}
 		data, herr := reg.handler(ctx, cmd.Payload)
 		if herr != nil {
-			return nil, 0, 0, 0, fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, herr)
+			return fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, herr)
 		}
 		out[i] = Response{Data: data}
-		events = append(events, ctx.events...)
+		g.events = append(g.events, ctx.events...)
 	}
-	if last == applied {
-		return nil, applied, now, wall, nil
-	}
-	meta := btx.Bucket(metaBucket)
-	if err := putU64(meta, keyApplied, last); err != nil {
-		return nil, 0, 0, 0, err
-	}
-	if err := putU64(meta, keyNow, uint64(now)); err != nil {
-		return nil, 0, 0, 0, err
-	}
-	if err := putU64(meta, keyWall, uint64(wall)); err != nil {
-		return nil, 0, 0, 0, err
-	}
-	if _, err := db.Exec(`INSERT INTO _fsm_meta(k,v) VALUES('applied',?) ON CONFLICT(k) DO UPDATE SET v=excluded.v`, int64(last)); err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("store sqlite applied index: %w", err)
-	}
-	// SQLite first: if we die between the commits, SQLite is ahead and
-	// Consistent() sends the node through a rebuild.
-	if err := stx.Commit(); err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("commit sqlite: %w", err)
-	}
-	if err := btx.Commit(); err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("commit bolt: %w", err)
-	}
-	return events, last, now, wall, nil
+	return nil
 }
 
 func (f *FSM) halt(err error) {

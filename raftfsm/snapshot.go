@@ -100,6 +100,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// What the open group holds is older than the snapshot or comes again
+	// after it: the snapshot replaces it.
+	f.applyMu.Lock()
+	f.abortGroupLocked()
+	f.applyMu.Unlock()
 	f.closeFiles()
 	for _, name := range []string{sqliteFile + "-wal", sqliteFile + "-shm"} {
 		if err := os.Remove(filepath.Join(f.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -138,6 +143,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // key in order, then every SQLite table's rows by rowid. Two nodes that
 // applied the same log dump to the same bytes.
 func (f *FSM) Dump(w io.Writer) error {
+	if err := f.Flush(); err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	bw := bufio.NewWriter(w)

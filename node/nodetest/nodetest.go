@@ -288,7 +288,7 @@ func (c *Cluster) WaitConverged(timeout time.Duration) [][]byte {
 		_, leader := c.WaitLeader(timeout)
 		_, err := leader.KV().Delete(ctx, "nodetest:barrier")
 		if err == nil {
-			target = leader.FSM().Applied()
+			target = leader.FSM().Handled()
 			break
 		}
 		if ctx.Err() != nil {

@@ -1,0 +1,235 @@
+package raftfsm
+
+import (
+	"database/sql"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A group is the bbolt and SQLite transactions that hold the entries
+// applied since the last commit. Committing once for many Raft batches
+// (as etcd's backend does) is what makes the per-order cost small: a
+// commit writes every dirty page, branch and meta page again, whether the
+// batch held one order or a hundred.
+//
+// Applied but uncommitted entries are invisible: Applied, the listeners
+// and every local read move only at the commit (the FSM clock, Now, moves
+// with each batch). Nothing is lost
+// by a crash before it: the entries are in the Raft log, the files say
+// the last index they hold, and the node applies the rest again at start
+// (needRestore in node). A reader that waits for an index the group holds
+// commits it at once (WaitApplied), so read-your-writes costs no delay.
+type group struct {
+	btx    *bolt.Tx
+	stx    *sql.Tx
+	db     *cachedTx
+	last   uint64 // the newest index in the group
+	now    int64
+	wall   int64
+	events []Event
+	n      int    // entries applied into it
+	gen    uint64 // tells the flush timer which group it was armed for
+	opened time.Time
+}
+
+// Grouping says when a group is committed.
+type Grouping struct {
+	// Delay is how long a group may stay open after its first batch; 0
+	// commits every batch (the default, and what tests that read the
+	// files right after ApplyBatch rely on).
+	Delay time.Duration
+	// Entries commits a group that holds this many entries (0: 1024).
+	Entries int
+}
+
+func (g Grouping) entries() int {
+	if g.Entries <= 0 {
+		return 1024
+	}
+	return g.Entries
+}
+
+// openGroupLocked returns the open group, or begins one.
+func (f *FSM) openGroupLocked() (*group, error) {
+	if f.grp != nil {
+		return f.grp, nil
+	}
+	btx, err := f.bolt.Begin(true)
+	if err != nil {
+		return nil, fmt.Errorf("begin bolt tx: %w", err)
+	}
+	stx, err := f.sqlW.Begin()
+	if err != nil {
+		btx.Rollback()
+		return nil, fmt.Errorf("begin sqlite tx: %w", err)
+	}
+	f.state.Lock()
+	last, now, wall := f.applied, f.now, f.wall
+	f.state.Unlock()
+	f.grpGen++
+	f.grp = &group{btx: btx, stx: stx, db: newCachedTx(stx, f.stmtW), last: last, now: now, wall: wall, gen: f.grpGen, opened: time.Now()}
+	return f.grp, nil
+}
+
+// abortGroupLocked drops the open group's writes (a failed batch, a
+// restore replacing the files): the log still holds its entries.
+func (f *FSM) abortGroupLocked() {
+	g := f.grp
+	if g == nil {
+		return
+	}
+	f.grp = nil
+	f.pendingLast.Store(0)
+	g.stx.Rollback()
+	g.btx.Rollback()
+	f.stmtW.prepareWanted()
+}
+
+// commitGroupLocked commits the open group and makes it visible: the
+// applied index, FSM time, waiters and listeners move together.
+func (f *FSM) commitGroupLocked() error {
+	g := f.grp
+	if g == nil {
+		return nil
+	}
+	f.grp = nil
+	f.pendingLast.Store(0)
+	err := f.commitFiles(g)
+	f.commits.Add(1)
+	// The writer's connection is free again: prepare what the group met
+	// for the first time.
+	f.stmtW.prepareWanted()
+	if err != nil {
+		f.halt(err)
+		return err
+	}
+	f.state.Lock()
+	if g.last > f.applied {
+		if g.now != f.now {
+			f.nowAt = time.Now()
+		}
+		f.applied, f.now, f.wall = g.last, g.now, g.wall
+		close(f.advance)
+		f.advance = make(chan struct{})
+	}
+	f.state.Unlock()
+	if len(g.events) > 0 {
+		f.listenMu.RLock()
+		if f.listener != nil {
+			f.listener(g.events)
+		}
+		f.listenMu.RUnlock()
+	}
+	return nil
+}
+
+// commitFiles stores the group's last index in both files and commits
+// them, SQLite first: if we die between the commits, SQLite is ahead and
+// Consistent() sends the node through a rebuild.
+func (f *FSM) commitFiles(g *group) error {
+	defer g.btx.Rollback() // no-op after Commit
+	defer g.stx.Rollback()
+	meta := g.btx.Bucket(metaBucket)
+	if err := putU64(meta, keyApplied, g.last); err != nil {
+		return err
+	}
+	if err := putU64(meta, keyNow, uint64(g.now)); err != nil {
+		return err
+	}
+	if err := putU64(meta, keyWall, uint64(g.wall)); err != nil {
+		return err
+	}
+	if _, err := g.db.Exec(`INSERT INTO _fsm_meta(k,v) VALUES('applied',?) ON CONFLICT(k) DO UPDATE SET v=excluded.v`, int64(g.last)); err != nil {
+		return fmt.Errorf("store sqlite applied index: %w", err)
+	}
+	if err := g.stx.Commit(); err != nil {
+		return fmt.Errorf("commit sqlite: %w", err)
+	}
+	if err := g.btx.Commit(); err != nil {
+		return fmt.Errorf("commit bolt: %w", err)
+	}
+	return nil
+}
+
+// settleGroupLocked commits the group after a batch when it is due (no
+// grouping, full, or someone waits for it), or leaves it open with a timer
+// that commits it after Delay.
+func (f *FSM) settleGroupLocked() error {
+	g := f.grp
+	if g == nil {
+		return nil
+	}
+	if g.n == 0 {
+		// Only skipped or already applied entries: nothing to store.
+		f.grp = nil
+		f.pendingLast.Store(0)
+		g.stx.Rollback()
+		g.btx.Rollback()
+		f.stmtW.prepareWanted()
+		return nil
+	}
+	if f.grouping.Delay <= 0 || g.n >= f.grouping.entries() || f.waiters.Load() > 0 {
+		return f.commitGroupLocked()
+	}
+	f.pendingLast.Store(g.last)
+	// The FSM clock moves with every batch, not only at commits: a new
+	// leader starts its clock from it (node's FSMNow), and TTLs judged on
+	// an older reading would stretch.
+	f.state.Lock()
+	if g.now != f.now {
+		f.nowAt = time.Now()
+	}
+	f.now, f.wall = g.now, g.wall
+	f.state.Unlock()
+	if !f.timerArmed {
+		f.timerArmed = true
+		gen := g.gen
+		time.AfterFunc(f.grouping.Delay, func() { f.flushTimer(gen) })
+	}
+	return nil
+}
+
+// flushTimer commits the group it was armed for, if still open.
+func (f *FSM) flushTimer(gen uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	f.timerArmed = false
+	if f.closed || f.grp == nil {
+		return
+	}
+	if f.grp.gen != gen {
+		// A newer group: its own timer, due Delay after it opened.
+		f.timerArmed = true
+		next := f.grp.gen
+		time.AfterFunc(max(f.grouping.Delay-time.Since(f.grp.opened), 0), func() { f.flushTimer(next) })
+		return
+	}
+	f.commitGroupLocked()
+}
+
+// Flush commits the entries applied but not yet committed, so that Applied
+// and local reads reflect everything ApplyBatch returned.
+func (f *FSM) Flush() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil
+	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	return f.commitGroupLocked()
+}
+
+// Handled is the newest index ApplyBatch has applied, committed to the
+// files or still in the open group: what "caught up with the log" means.
+func (f *FSM) Handled() uint64 {
+	return max(f.Applied(), f.pendingLast.Load())
+}
+
+// Commits counts the commits of the FSM files since Open (a metric: with
+// grouping there are far fewer than batches).
+func (f *FSM) Commits() uint64 { return f.commits.Load() }
