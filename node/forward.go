@@ -169,7 +169,7 @@ func (n *Node) internalHandler() http.Handler {
 			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
 			return
 		}
-		out, err := n.commitOnLeader(p)
+		out, _, err := n.commitOnLeader(p) // the follower reads its own replica: nothing to wait for here
 		switch {
 		case err == nil:
 		case errors.Is(err, errRetry):

@@ -44,6 +44,13 @@ type Proposal struct {
 	// retried on the new leader even when the first attempt's outcome is
 	// unknown: applying them twice answers with a replay.
 	Idempotent bool
+	// AnswerOnly: the proposer reads nothing of this node's files after
+	// the answer (a placed order: its answer comes whole from Apply). Any
+	// other proposal made on the leader returns once the leader's FSM
+	// files hold it, so a local read after it sees it; the FSM commits
+	// many batches at once (raftfsm/group.go), and the orders, the bulk
+	// of the log, need not break the group.
+	AnswerOnly bool
 }
 
 // Propose commits p: on the leader directly, elsewhere forwarded to the
@@ -62,7 +69,14 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 		var out []byte
 		var err error
 		if n.raft.State() == raft.Leader {
-			out, err = n.commitOnLeader(p)
+			var index uint64
+			out, index, err = n.commitOnLeader(p)
+			if err == nil && !p.AnswerOnly {
+				// Applied here already: at most a commit of the group.
+				if werr := n.fsm.WaitApplied(ctx, index); werr != nil {
+					n.log.Debug("propose: local files not yet committed", "index", index, "error", werr)
+				}
+			}
 		} else {
 			out, err = n.forward(ctx, p)
 		}
@@ -104,16 +118,16 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 var errRetry = errors.New("not applied; retry")
 
 // commitOnLeader hands p to raft.Apply on this node, the leader, and
-// waits for its state machine's result.
-func (n *Node) commitOnLeader(p Proposal) ([]byte, error) {
+// waits for its state machine's result; index is the entry's.
+func (n *Node) commitOnLeader(p Proposal) (out []byte, index uint64, err error) {
 	if err := n.fsm.Halted(); err != nil {
 		// A leader that cannot apply must not commit: hand over.
 		n.stepDownIfHalted()
-		return nil, fmt.Errorf("%w: %v", errRetry, err)
+		return nil, 0, fmt.Errorf("%w: %v", errRetry, err)
 	}
 	stamp, ok := n.clock.stamp()
 	if !ok || !n.ready.Load() {
-		return nil, fmt.Errorf("%w: leader not ready", errRetry)
+		return nil, 0, fmt.Errorf("%w: leader not ready", errRetry)
 	}
 	cmd := raftfsm.Command{Type: p.Type, Version: p.Version, Flags: p.Flags, FSMTime: stamp,
 		WallTime: n.opts.WallClock().UnixMilli(), Payload: p.Payload}
@@ -122,43 +136,34 @@ func (n *Node) commitOnLeader(p Proposal) ([]byte, error) {
 	if err := n.await(f, 0); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return nil, fmt.Errorf("%w: %v", errRetry, err)
+			return nil, 0, fmt.Errorf("%w: %v", errRetry, err)
 		default:
 			// ErrLeadershipLost, ErrEnqueueTimeout: it may still commit.
 			// ErrRaftShutdown too: Raft also answers it for entries that
 			// already committed but could not be handed to a busy FSM
 			// before shutdown, so it is no proof of "not applied".
-			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+			return nil, 0, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 		}
 	}
 	n.metrics.observeCommit(start)
 	resp, ok := f.Response().(raftfsm.Response)
 	if !ok {
-		return nil, fmt.Errorf("unexpected fsm response %T", f.Response())
+		return nil, 0, fmt.Errorf("unexpected fsm response %T", f.Response())
 	}
 	if errors.Is(resp.Err, raftfsm.ErrHalted) {
 		// Committed, so the others apply it, but this node's FSM halted
 		// on it: the result is unknown here.
 		n.stepDownIfHalted()
-		return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, resp.Err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrUnknownOutcome, resp.Err)
 	}
-	return resp.Data, resp.Err
+	return resp.Data, f.Index(), resp.Err
 }
 
 // kvProposer proposes the KV's commands (version 1) for kv.Client.
 type kvProposer struct{ n *Node }
 
 func (k kvProposer) Propose(ctx context.Context, t raftfsm.CommandType, payload []byte) ([]byte, error) {
-	out, err := k.n.Propose(ctx, Proposal{Type: t, Version: 1, Payload: payload})
-	if err == nil && k.n.IsLeader() {
-		// The leader's FSM applied it: a local KV read right after sees
-		// it, as before the FSM grouped its commits (raftfsm/group.go).
-		// KV writes are rare (locks, expiry): the commit costs little.
-		if ferr := k.n.fsm.Flush(); ferr != nil {
-			return out, ferr
-		}
-	}
-	return out, err
+	return k.n.Propose(ctx, Proposal{Type: t, Version: 1, Payload: payload})
 }
 
 var _ kv.Proposer = kvProposer{}

@@ -215,7 +215,9 @@ func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, i
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
 	}
-	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: s.version(t), Payload: payload, Idempotent: idempotent})
+	// A placed order's answer is whole from Apply (staffBody too): the
+	// leader need not commit its files before answering it.
+	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: s.version(t), Payload: payload, Idempotent: idempotent, AnswerOnly: t == CmdPlaceOrder})
 	if err != nil {
 		return Result{}, err
 	}
