@@ -60,6 +60,11 @@ func (s *store) holdFollower(t *testing.T, h *holder) int {
 	h.node.Store(int32(fi))
 	t.Cleanup(h.let)
 	_, leader := s.c.WaitLeader(10 * time.Second)
+	// What the follower applied before the hold must be in its files, not
+	// in an open group the held batch would keep from committing.
+	if err := s.c.Nodes[fi].FSM().WaitApplied(t.Context(), leader.FSM().Handled()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := leader.Propose(t.Context(), node.Proposal{Type: cmdHold, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
