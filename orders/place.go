@@ -2,6 +2,7 @@ package orders
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -269,28 +270,21 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 	if len(unavailable) > 0 {
 		return fail(http.StatusConflict, "OUT_OF_STOCK", unavailable)
 	}
+	// Take the stock, all or nothing; only a short cart reads the levels.
 	need := unitsPerSKU(c.Items)
-	levels, err := store.StockOf(ctx.DB, skusOf(need))
+	taken, err := store.TakeStock(ctx.DB, skusOf(need), unitsOf(need))
 	if err != nil {
 		return pricedCart{}, nil, err
 	}
-	var short []string
-	for _, u := range need {
-		if qty, tracked := levels[u.sku]; tracked && qty < u.n {
-			short = append(short, u.sku)
-		}
-	}
-	if len(short) > 0 {
-		return fail(http.StatusConflict, "OUT_OF_STOCK", short)
-	}
-	// Take the stock (an untracked sku has none to take).
-	for _, u := range need {
-		if _, tracked := levels[u.sku]; !tracked {
-			continue
-		}
-		if err := store.AddStock(ctx.DB, u.sku, -u.n); err != nil {
+	if !taken {
+		short, err := shortSKUs(ctx.DB, need)
+		if err != nil {
 			return pricedCart{}, nil, err
 		}
+		if len(short) == 0 {
+			return pricedCart{}, nil, fmt.Errorf("stock take refused with no sku short: %v", need)
+		}
+		return fail(http.StatusConflict, "OUT_OF_STOCK", short)
 	}
 	return pricedCart{items: items, total: total, lines: lines}, nil, nil
 }
@@ -310,7 +304,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	}
 	var ticketNo int64
 	if cart.lines {
-		if ticketNo, err = nextTicketNo(ctx.DB); err != nil {
+		if ticketNo, err = store.NextTicketNo(ctx.DB); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// migratedTx is a transaction on a fresh database at this build's schema,
+// rolled back when the test ends.
+func migratedTx(t testing.TB) *sql.Tx {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "s.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if err := Migrate(tx); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// tableRows is a table's rows with their rowids, as text (what the FSM's
+// dump holds of it, and more).
+func tableRows(t *testing.T, q DB, table string) string {
+	t.Helper()
+	rows, err := q.Query(`SELECT rowid, * FROM ` + table + ` ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&b, vals...)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// oldNextTicketNo is the ticket counter as builds before issue 19 wrote
+// it (LastDayClose, then read, DELETE and INSERT of the counter).
+func oldNextTicketNo(tx DB) (int64, error) {
+	var dayFrom int64
+	if err := tx.QueryRow(`SELECT COALESCE(MAX(closed_index), 0) FROM day_closes`).Scan(&dayFrom); err != nil {
+		return 0, err
+	}
+	var from, last int64
+	err := tx.QueryRow(`SELECT day_from, last_no FROM ticket_counter`).Scan(&from, &last)
+	if err != nil && err != sql.ErrNoRows {
+		return 0, err
+	}
+	next := int64(1)
+	if err == nil && from == dayFrom {
+		next = last + 1
+	}
+	if _, err := tx.Exec(`DELETE FROM ticket_counter`); err != nil {
+		return 0, err
+	}
+	_, err = tx.Exec(`INSERT INTO ticket_counter(day_from, last_no) VALUES (?,?)`, dayFrom, next)
+	return next, err
+}
+
+// The two-statement ticket counter hands out the numbers the old four
+// statements did and leaves the same row (rowid included), across day
+// closes, closes at a lower index than an earlier one (a restored backup
+// in a new cluster) and the very first ticket.
+func TestNextTicketNoMatchesOldStatements(t *testing.T) {
+	oldTx, newTx := migratedTx(t), migratedTx(t)
+	r := rand.New(rand.NewPCG(19, 10))
+	index := int64(100)
+	for step := range 3000 {
+		switch k := r.IntN(20); {
+		case k == 0 || k == 1:
+			index += int64(r.IntN(50))
+			if k == 1 {
+				index = int64(r.IntN(100)) // a close below the newest one
+			}
+			for _, tx := range []*sql.Tx{oldTx, newTx} {
+				if _, err := InsertDayClose(tx, "d", uint64(index), 0, 0, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+		default:
+			want, err := oldNextTicketNo(oldTx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := NextTicketNo(newTx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("step %d: ticket %d, the old statements gave %d", step, got, want)
+			}
+		}
+		if o, n := tableRows(t, oldTx, "ticket_counter"), tableRows(t, newTx, "ticket_counter"); o != n {
+			t.Fatalf("step %d: ticket_counter %q, the old statements left %q", step, n, o)
+		}
+	}
+}
+
+// The newest day close is a seek on its index, not a scan of every close.
+func TestNewestDayCloseUsesItsIndex(t *testing.T) {
+	tx := migratedTx(t)
+	plan := queryPlan(t, tx, `SELECT COALESCE(MAX(closed_index), 0) FROM day_closes`)
+	if !strings.Contains(plan, "day_closes_closed_index") {
+		t.Errorf("plan %q does not use day_closes_closed_index", plan)
+	}
+}
+
+func queryPlan(t *testing.T, q DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := q.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	plan := ""
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan += detail + "; "
+	}
+	return plan
+}
+
+// TakeStock in one statement leaves the stock table exactly as the read
+// (StockOf), the check and one AddStock per tracked sku left it, and
+// refuses exactly the carts with a tracked sku short, taking nothing.
+func TestTakeStockMatchesReadCheckTake(t *testing.T) {
+	oldTx, newTx := migratedTx(t), migratedTx(t)
+	r := rand.New(rand.NewPCG(19, 11))
+	const nSKUs = 12
+	for step := range 2000 {
+		if step%50 == 0 { // restock, tracking some skus
+			for i := range nSKUs {
+				var q *int64
+				if r.IntN(3) != 0 {
+					v := int64(r.IntN(8))
+					q = &v
+				}
+				for _, tx := range []*sql.Tx{oldTx, newTx} {
+					if err := SetStock(tx, fmt.Sprintf("sku%02d", i), q); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		var skus []string
+		var units []int64
+		for _, i := range r.Perm(nSKUs)[:1+r.IntN(6)] {
+			skus = append(skus, fmt.Sprintf("sku%02d", i))
+			units = append(units, int64(1+r.IntN(3)))
+		}
+		levels, err := StockOf(oldTx, skus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		short := false
+		for i, s := range skus {
+			if q, tracked := levels[s]; tracked && q < units[i] {
+				short = true
+			}
+		}
+		if !short {
+			for i, s := range skus {
+				if _, tracked := levels[s]; tracked {
+					if err := AddStock(oldTx, s, -units[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		taken, err := TakeStock(newTx, skus, units)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if taken == short {
+			t.Fatalf("step %d: %v %v taken=%v, short=%v by the read", step, skus, units, taken, short)
+		}
+		if o, n := tableRows(t, oldTx, "stock"), tableRows(t, newTx, "stock"); o != n {
+			t.Fatalf("step %d: stock\n%s\nthe old statements left\n%s", step, n, o)
+		}
+	}
+}
