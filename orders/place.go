@@ -97,8 +97,8 @@ type placement struct {
 	ctx   *raftfsm.ApplyContext
 	tx    *kv.Tx
 	c     placeOrderCmd
-	audit store.Audit   // the row every outcome writes
-	sess  store.Session // set by checkSession
+	audit store.Audit // the row every outcome writes
+	table string      // the session's table, set by checkSession
 }
 
 func (p *placement) guest() bool { return p.c.Source == "guest" }
@@ -145,17 +145,17 @@ func (p *placement) replayed(r cachedResult, reason string) ([]byte, error) {
 // checkSession is row 3 again, inside Apply: checkout may have closed the
 // session since the node looked.
 func (p *placement) checkSession() ([]byte, error) {
-	sess, exists, err := store.GetSession(p.ctx.DB, p.c.SessionID)
+	table, status, exists, err := store.SessionTable(p.ctx.DB, p.c.SessionID)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
 		return p.rejected(http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
-	if sess.Status != store.SessionActive {
+	if status != store.SessionActive {
 		return p.rejected(http.StatusGone, "SESSION_CLOSED", 0, nil)
 	}
-	p.sess = sess
+	p.table = table
 	return nil, nil
 }
 
@@ -308,7 +308,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 			return nil, err
 		}
 	}
-	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.sess.TableID,
+	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.table,
 		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
 		TicketNo: ticketNo, Bumped: []string{}}
 	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {

@@ -291,6 +291,19 @@ func GetSession(q DB, id string) (Session, bool, error) {
 	return s, true, nil
 }
 
+// SessionTable is a session's table and status, what an order needs of
+// it (GetSession also formats its times, a tenth of an order's Apply).
+func SessionTable(q DB, id string) (tableID, status string, found bool, err error) {
+	err = q.QueryRow(`SELECT table_id, status FROM sessions WHERE session_id = ?`, id).Scan(&tableID, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("get session: %w", err)
+	}
+	return tableID, status, true, nil
+}
+
 // InsertSession opens a session (and records its table).
 func InsertSession(tx DB, id, tableID, pin string, at int64) error {
 	if _, err := tx.Exec(`INSERT INTO tables(table_id, created_at) VALUES (?,?) ON CONFLICT(table_id) DO NOTHING`, tableID, at); err != nil {
