@@ -292,7 +292,7 @@ func GetSession(q DB, id string) (Session, bool, error) {
 }
 
 // SessionTable is a session's table and status, what an order needs of
-// it (GetSession also formats its times, a tenth of an order's Apply).
+// it (GetSession also scans and formats what an order never uses).
 func SessionTable(q DB, id string) (tableID, status string, found bool, err error) {
 	err = q.QueryRow(`SELECT table_id, status FROM sessions WHERE session_id = ?`, id).Scan(&tableID, &status)
 	if errors.Is(err, sql.ErrNoRows) {
