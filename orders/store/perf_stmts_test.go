@@ -206,3 +206,161 @@ func TestTakeStockMatchesReadCheckTake(t *testing.T) {
 		}
 	}
 }
+
+// PrinterStations answers the ids and stations ListPrinters answers, in
+// the same order.
+func TestPrinterStationsMatchListPrinters(t *testing.T) {
+	tx := migratedTx(t)
+	for i, st := range [][]string{{"kitchen"}, {}, {"bar", "kitchen"}} {
+		if err := UpsertPrinter(tx, Printer{PrinterID: fmt.Sprintf("p%d", 3-i), Addr: "127.0.0.1:9100", Stations: st}); err != nil {
+			t.Fatal(err)
+		}
+		if err := InsertPrintJob(tx, fmt.Sprintf("p%d", 3-i), 1, []byte("{}"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := ListPrinters(tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := PrinterStations(tx)
+	if err != nil || len(got) != len(all) {
+		t.Fatalf("PrinterStations: %+v %v; ListPrinters: %+v", got, err, all)
+	}
+	for i := range all {
+		if got[i].PrinterID != all[i].PrinterID || fmt.Sprint(got[i].Stations) != fmt.Sprint(all[i].Stations) {
+			t.Errorf("printer %d: %+v, ListPrinters %+v", i, got[i], all[i])
+		}
+	}
+}
+
+// BenchmarkPrinterLookup is queueTickets' read of the printers with one of
+// two printers offline behind 2,000 queued tickets.
+//
+//	go test -run '^$' -bench PrinterLookup ./orders/store/
+func BenchmarkPrinterLookup(b *testing.B) {
+	tx := migratedTx(b)
+	for _, id := range []string{"bar", "kitchen"} {
+		if err := UpsertPrinter(tx, Printer{PrinterID: id, Addr: "127.0.0.1:9100", Stations: []string{id}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 2000 {
+		if err := InsertPrintJob(tx, "kitchen", int64(i), []byte("{}"), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		list func(DB) ([]Printer, error)
+	}{{"ListPrinters", ListPrinters}, {"PrinterStations", PrinterStations}} {
+		b.Run(f.name, func(b *testing.B) {
+			q := preparedTx{tx: tx, m: map[string]*sql.Stmt{}}
+			for b.Loop() {
+				if ps, err := f.list(q); err != nil || len(ps) != 2 {
+					b.Fatal(ps, err)
+				}
+			}
+		})
+	}
+}
+
+// preparedTx prepares each statement once, as the FSM's statement cache
+// does inside Apply, so a benchmark times running statements, not parsing.
+type preparedTx struct {
+	tx *sql.Tx
+	m  map[string]*sql.Stmt
+}
+
+func (p preparedTx) stmt(q string) *sql.Stmt {
+	if s, ok := p.m[q]; ok {
+		return s
+	}
+	s, err := p.tx.Prepare(q)
+	if err != nil {
+		panic(err) // the domain's fixed queries
+	}
+	p.m[q] = s
+	return s
+}
+
+func (p preparedTx) Exec(q string, a ...any) (sql.Result, error) { return p.stmt(q).Exec(a...) }
+func (p preparedTx) Query(q string, a ...any) (*sql.Rows, error) { return p.stmt(q).Query(a...) }
+func (p preparedTx) QueryRow(q string, a ...any) *sql.Row        { return p.stmt(q).QueryRow(a...) }
+
+// BenchmarkTicketNumber is an order's ticket number after a year of day
+// closes: before (the four statements of builds before issue 19, without
+// the index), the four with the index, and after.
+//
+//	go test -run '^$' -bench TicketNumber ./orders/store/
+func BenchmarkTicketNumber(b *testing.B) {
+	for _, name := range []string{"before", "old-statements-indexed", "after"} {
+		b.Run(name, func(b *testing.B) {
+			tx := migratedTx(b)
+			for d := range 365 {
+				if _, err := InsertDayClose(tx, "d", uint64(1000*(d+1)), 0, 0, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+			next := NextTicketNo
+			if name != "after" {
+				next = oldNextTicketNo
+			}
+			if name == "before" {
+				if _, err := tx.Exec(`DROP INDEX day_closes_closed_index`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			q := preparedTx{tx: tx, m: map[string]*sql.Stmt{}}
+			for b.Loop() {
+				if _, err := next(q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStockTake is a cart of three skus, one tracked: before (read
+// the levels, then one write per tracked sku) and after (TakeStock).
+//
+//	go test -run '^$' -bench StockTake ./orders/store/
+func BenchmarkStockTake(b *testing.B) {
+	skus, units := []string{"ramen", "egg", "tea"}, []int64{1, 1, 1}
+	for _, name := range []string{"before", "after"} {
+		b.Run(name, func(b *testing.B) {
+			tx := migratedTx(b)
+			for i := range 20 {
+				q := int64(1 << 40)
+				if err := SetStock(tx, fmt.Sprintf("sku%02d", i), &q); err != nil {
+					b.Fatal(err)
+				}
+				if i == 0 {
+					if err := SetStock(tx, "egg", &q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			q := preparedTx{tx: tx, m: map[string]*sql.Stmt{}}
+			for b.Loop() {
+				if name == "after" {
+					if taken, err := TakeStock(q, skus, units); err != nil || !taken {
+						b.Fatal(taken, err)
+					}
+					continue
+				}
+				levels, err := StockOf(q, skus)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i, s := range skus {
+					if _, tracked := levels[s]; tracked {
+						if err := AddStock(q, s, -units[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
+	}
+}
