@@ -50,13 +50,20 @@ func TakeStock(tx DB, skus []string, n []int64) (taken bool, err error) {
 	if len(skus) == 0 {
 		return true, nil
 	}
-	// One statement text per cart size, as StockOf.
-	query := `UPDATE stock SET quantity = quantity - v.column2 FROM (VALUES (?,?)` + strings.Repeat(`,(?,?)`, len(skus)-1) +
-		`) AS v WHERE stock.sku = v.column1`
+	// One statement text per cart size, as StockOf. sku = ? OR … finds the
+	// rows by the primary key without building a table of the skus, as IN
+	// (…) and UPDATE … FROM (VALUES …) do (twice the time, measured).
+	var set, where strings.Builder
 	args := make([]any, 0, 2*len(skus))
 	for i, s := range skus {
+		fmt.Fprintf(&set, " WHEN ?%d THEN ?%d", 2*i+1, 2*i+2)
+		if i > 0 {
+			where.WriteString(" OR ")
+		}
+		fmt.Fprintf(&where, "sku = ?%d", 2*i+1)
 		args = append(args, s, n[i])
 	}
+	query := `UPDATE stock SET quantity = quantity - CASE sku` + set.String() + ` END WHERE ` + where.String()
 	if _, err := tx.Exec(query, args...); err != nil {
 		if isConstraint(err) {
 			return false, nil
