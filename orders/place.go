@@ -289,31 +289,30 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 	return pricedCart{items: items, total: total, lines: lines}, nil, nil
 }
 
-// admit saves an order that passed every row: allocate the id, save,
+// admit saves an order that passed every row: save it under a free id,
 // cache the answer, start the windows, queue its tickets.
 func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	ctx, tx, c := p.ctx, p.tx, p.c
-	orderID, err := allocateOrderID(ctx, c.CandidateID)
-	if err != nil {
-		return nil, err
-	}
 	var reqID *string
 	if c.RequestID != "" {
 		r := c.RequestID
 		reqID = &r
 	}
 	var ticketNo int64
+	var err error
 	if cart.lines {
 		if ticketNo, err = store.NextTicketNo(ctx.DB); err != nil {
 			return nil, err
 		}
 	}
-	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.table,
+	order := store.Order{Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.table,
 		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
 		TicketNo: ticketNo, Bumped: []string{}}
-	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {
+	orderID, err := insertOrder(ctx, order, c.CandidateID)
+	if err != nil {
 		return nil, err
 	}
+	order.OrderID = orderID
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
 	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt})
 	if c.RequestID != "" {
@@ -399,20 +398,21 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// allocateOrderID takes the proposer's random candidate; on a collision it
-// walks to the next free id, the same way on every node.
-func allocateOrderID(ctx *raftfsm.ApplyContext, candidate int64) (int64, error) {
+// insertOrder saves o under the proposer's random candidate id; on a
+// collision it walks to the next free id, the same way on every node.
+func insertOrder(ctx *raftfsm.ApplyContext, o store.Order, candidate int64) (int64, error) {
 	const max = 1<<31 - 1
 	id := candidate
 	if id < 1 || id > max {
 		id = int64(ctx.Index%max) + 1
 	}
 	for i := 0; i < 1_000_000; i++ {
-		taken, err := store.OrderIDTaken(ctx.DB, id)
+		o.OrderID = id
+		inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime)
 		if err != nil {
 			return 0, err
 		}
-		if !taken {
+		if inserted {
 			return id, nil
 		}
 		id = id%max + 1

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -362,5 +363,46 @@ func BenchmarkStockTake(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// InsertOrder writes the row the plain INSERT of builds before issue 19
+// wrote, and refuses, writing nothing, an id taken live or archived.
+func TestInsertOrderRefusesTakenIDs(t *testing.T) {
+	oldTx, newTx := migratedTx(t), migratedTx(t)
+	req := "6ba7b810-9dad-41d1-80b4-00c04fd430c8"
+	o := Order{OrderID: 5, Seq: 40, SessionID: "S1", TableID: "T1", Status: StatusAccepted, TotalPrice: 1020, RequestID: &req,
+		Source: "guest", ClientID: "guest-abc", TicketNo: 3,
+		Items: []OrderItem{{MenuID: "ramen", Name: "醤油", Quantity: 1, UnitPrice: 1020, LineTotal: 1020, Toppings: []ToppingRef{{ToppingID: "egg", Name: "味玉", Price: 120}}}}}
+	items, _ := json.Marshal(o.Items)
+	if _, err := oldTx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, int64(77), int64(77), o.RequestID, o.ClientID, o.Source, o.TicketNo); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := InsertOrder(newTx, o, 77); err != nil || !ok {
+		t.Fatalf("first insert: %v %v", ok, err)
+	}
+	want := tableRows(t, oldTx, "orders")
+	if got := tableRows(t, newTx, "orders"); got != want {
+		t.Fatalf("orders\n%s\nthe plain INSERT wrote\n%s", got, want)
+	}
+	again := o
+	again.Seq, again.SessionID = 41, "S2"
+	if ok, err := InsertOrder(newTx, again, 78); err != nil || ok {
+		t.Fatalf("taken live id: inserted %v %v", ok, err)
+	}
+	if _, err := newTx.Exec(`INSERT INTO orders_archive(` + orderCols + `, archived_at) VALUES (7, 1, 'S0', 'T0', 'SERVED', '[]', 0, 0, 0, NULL, NULL, 'guest', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	again.OrderID = 7
+	if ok, err := InsertOrder(newTx, again, 78); err != nil || ok {
+		t.Fatalf("taken archived id: inserted %v %v", ok, err)
+	}
+	if got := tableRows(t, newTx, "orders"); got != want {
+		t.Fatalf("a refused insert wrote: orders\n%s", got)
+	}
+	again.OrderID = 8
+	if ok, err := InsertOrder(newTx, again, 78); err != nil || !ok {
+		t.Fatalf("free id: inserted %v %v", ok, err)
 	}
 }

@@ -378,30 +378,28 @@ func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
 	return o, nil
 }
 
-// InsertOrder stores a new order; createdAt is the leader's wall clock.
-func InsertOrder(tx DB, o Order, createdAt int64) error {
+// InsertOrder stores a new order under o.OrderID unless that id is taken
+// (live or archived): inserted is false then, and nothing was written.
+// One statement checks and inserts (the check was a statement of its
+// own). createdAt is the leader's wall clock.
+func InsertOrder(tx DB, o Order, createdAt int64) (inserted bool, err error) {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
-		return fmt.Errorf("encode order items: %w", err)
+		return false, fmt.Errorf("encode order items: %w", err)
 	}
 	var client any
 	if o.ClientID != "" {
 		client = o.ClientID
 	}
-	_, err = tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13
+		WHERE NOT EXISTS (SELECT 1 FROM orders_archive WHERE order_id = ?1) ON CONFLICT(order_id) DO NOTHING`,
 		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo)
 	if err != nil {
-		return fmt.Errorf("insert order %d: %w", o.OrderID, err)
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
 	}
-	return nil
-}
-
-// OrderIDTaken reports whether an order id is used (live or archived).
-func OrderIDTaken(q DB, id int64) (bool, error) {
-	var n int
-	err := q.QueryRow(`SELECT EXISTS(SELECT 1 FROM orders WHERE order_id = ?) OR EXISTS(SELECT 1 FROM orders_archive WHERE order_id = ?)`, id, id).Scan(&n)
+	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("check order id: %w", err)
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
 	}
 	return n == 1, nil
 }
