@@ -99,6 +99,7 @@ type placement struct {
 	c     placeOrderCmd
 	audit store.Audit // the row every outcome writes
 	table string      // the session's table, set by checkSession
+	menuV int64       // the catalog version, read by checkSession
 }
 
 func (p *placement) guest() bool { return p.c.Source == "guest" }
@@ -145,7 +146,7 @@ func (p *placement) replayed(r cachedResult, reason string) ([]byte, error) {
 // checkSession is row 3 again, inside Apply: checkout may have closed the
 // session since the node looked.
 func (p *placement) checkSession() ([]byte, error) {
-	table, status, exists, err := store.SessionTable(p.ctx.DB, p.c.SessionID)
+	table, status, menuV, exists, err := store.SessionTable(p.ctx.DB, p.c.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func (p *placement) checkSession() ([]byte, error) {
 	if status != store.SessionActive {
 		return p.rejected(http.StatusGone, "SESSION_CLOSED", 0, nil)
 	}
-	p.table = table
+	p.table, p.menuV = table, menuV
 	return nil, nil
 }
 
@@ -244,7 +245,7 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 		out, err := p.rejected(status, reason, 0, skus)
 		return pricedCart{}, out, err
 	}
-	menu, err := cat.at(ctx.DB)
+	menu, err := cat.lookup(p.menuV, ctx.DB)
 	if err != nil {
 		return pricedCart{}, nil, err
 	}

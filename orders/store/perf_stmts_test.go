@@ -406,3 +406,33 @@ func TestInsertOrderRefusesTakenIDs(t *testing.T) {
 		t.Fatalf("free id: inserted %v %v", ok, err)
 	}
 }
+
+// SessionTable answers GetSession's table and status and CatalogVersion's
+// version, before and after a menu write; nothing for an unknown session.
+func TestSessionTableMatchesGetSessionAndCatalogVersion(t *testing.T) {
+	tx := migratedTx(t)
+	if err := InsertSession(tx, "S1", "T9", "1234", 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int64{0, 41, 7} {
+		if v != 0 {
+			if err := SetCatalogVersion(tx, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v == 7 {
+			if err := CloseSession(tx, "S1", 6, "cash"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		table, status, cv, found, err := SessionTable(tx, "S1")
+		s, _, _ := GetSession(tx, "S1")
+		want, _ := CatalogVersion(tx)
+		if err != nil || !found || table != s.TableID || status != s.Status || cv != want {
+			t.Errorf("version %d: SessionTable %q %q %d %v %v; GetSession %+v, CatalogVersion %d", v, table, status, cv, found, err, s, want)
+		}
+	}
+	if _, _, _, found, err := SessionTable(tx, "nope"); found || err != nil {
+		t.Errorf("unknown session: found %v %v", found, err)
+	}
+}

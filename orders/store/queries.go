@@ -152,11 +152,13 @@ func CatalogEmpty(q DB) (bool, error) {
 // Only menu writes change it, so no API can make two menus share one.
 func CatalogVersion(q DB) (int64, error) {
 	var v int64
-	if err := q.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM catalog_version`).Scan(&v); err != nil {
+	if err := q.QueryRow(catalogVersionSQL).Scan(&v); err != nil {
 		return 0, fmt.Errorf("read catalog version: %w", err)
 	}
 	return v, nil
 }
+
+const catalogVersionSQL = `SELECT COALESCE(MAX(version), 0) FROM catalog_version`
 
 // SetCatalogVersion records the index of a menu write.
 func SetCatalogVersion(tx DB, v int64) error {
@@ -292,16 +294,20 @@ func GetSession(q DB, id string) (Session, bool, error) {
 }
 
 // SessionTable is a session's table and status, what an order needs of
-// it (GetSession also scans and formats what an order never uses).
-func SessionTable(q DB, id string) (tableID, status string, found bool, err error) {
-	err = q.QueryRow(`SELECT table_id, status FROM sessions WHERE session_id = ?`, id).Scan(&tableID, &status)
+// it (GetSession also scans and formats what an order never uses), and
+// the catalog version (CatalogVersion) read in the same statement: an
+// order reads both, and one statement fewer per order is a few per cent
+// of its Apply. found is false for an unknown session (version 0 then).
+func SessionTable(q DB, id string) (tableID, status string, catalogVersion int64, found bool, err error) {
+	err = q.QueryRow(`SELECT table_id, status, (`+catalogVersionSQL+`) FROM sessions WHERE session_id = ?`, id).
+		Scan(&tableID, &status, &catalogVersion)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", false, nil
+		return "", "", 0, false, nil
 	}
 	if err != nil {
-		return "", "", false, fmt.Errorf("get session: %w", err)
+		return "", "", 0, false, fmt.Errorf("get session: %w", err)
 	}
-	return tableID, status, true, nil
+	return tableID, status, catalogVersion, true, nil
 }
 
 // InsertSession opens a session (and records its table).
