@@ -61,8 +61,8 @@ const migrationLines = `CREATE TABLE menu_lines (
 	CREATE TABLE ticket_counter (day_from INTEGER NOT NULL, last_no INTEGER NOT NULL);`
 
 // migrationDayCloseIndex lets NextTicketNo seek the newest day close
-// instead of scanning every one
-// (numbered where it is listed in migrations, so it can move).
+// instead of scanning every close ever made (numbered where it is listed
+// in migrations, so it can move).
 const migrationDayCloseIndex = `CREATE INDEX day_closes_closed_index ON day_closes(closed_index);`
 
 // orderLineCols follow orderCols in every read of a whole order.
