@@ -436,3 +436,86 @@ func TestSessionTableMatchesGetSessionAndCatalogVersion(t *testing.T) {
 		t.Errorf("unknown session: found %v %v", found, err)
 	}
 }
+
+// BenchmarkOrderInsert is saving an order under a free id beside 10,000
+// live and 10,000 archived orders: before (OrderIDTaken's two EXISTS,
+// then the plain INSERT) and after (InsertOrder's one statement).
+//
+//	go test -run '^$' -bench OrderInsert ./orders/store/
+func BenchmarkOrderInsert(b *testing.B) {
+	for _, name := range []string{"before", "after"} {
+		b.Run(name, func(b *testing.B) {
+			tx := migratedTx(b)
+			for i := range 10000 {
+				if _, err := tx.Exec(`INSERT INTO orders_archive(`+orderCols+`, archived_at) VALUES (?, 1, 'S0', 'T0', 'SERVED', '[]', 0, 0, 0, NULL, NULL, 'guest', 0)`, 2*i+1); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := InsertOrder(tx, Order{OrderID: int64(2*i + 2), SessionID: "S0", TableID: "T0", Status: StatusAccepted, Source: "guest"}, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			q := preparedTx{tx: tx, m: map[string]*sql.Stmt{}}
+			o := Order{SessionID: "S1", TableID: "T1", Status: StatusAccepted, Source: "guest", ClientID: "guest-abc", TicketNo: 1,
+				Items: []OrderItem{{MenuID: "ramen", Name: "醤油", Quantity: 1, UnitPrice: 900, LineTotal: 900, Toppings: []ToppingRef{}}}}
+			id := int64(1 << 30)
+			for b.Loop() {
+				id++
+				o.OrderID, o.Seq = id, id
+				if name == "after" {
+					if ok, err := InsertOrder(q, o, 0); err != nil || !ok {
+						b.Fatal(ok, err)
+					}
+					continue
+				}
+				var taken int
+				if err := q.QueryRow(`SELECT EXISTS(SELECT 1 FROM orders WHERE order_id = ?) OR EXISTS(SELECT 1 FROM orders_archive WHERE order_id = ?)`, id, id).Scan(&taken); err != nil || taken != 0 {
+					b.Fatal(taken, err)
+				}
+				items, _ := json.Marshal(o.Items)
+				if _, err := q.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+					o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, 0, 0, o.RequestID, o.ClientID, o.Source, o.TicketNo); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSessionRead is an order's read of its session and the catalog
+// version: before (GetSession, then CatalogVersion) and after
+// (SessionTable).
+//
+//	go test -run '^$' -bench SessionRead ./orders/store/
+func BenchmarkSessionRead(b *testing.B) {
+	tx := migratedTx(b)
+	for i := range 6000 {
+		if err := InsertSession(tx, fmt.Sprintf("S%05d", i), fmt.Sprintf("T%d", i), "1234", int64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := SetCatalogVersion(tx, 12); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"before", "after"} {
+		b.Run(name, func(b *testing.B) {
+			q := preparedTx{tx: tx, m: map[string]*sql.Stmt{}}
+			i := 0
+			for b.Loop() {
+				i++
+				id := fmt.Sprintf("S%05d", i%6000)
+				if name == "after" {
+					if _, _, v, found, err := SessionTable(q, id); err != nil || !found || v != 12 {
+						b.Fatal(found, err)
+					}
+					continue
+				}
+				if _, found, err := GetSession(q, id); err != nil || !found {
+					b.Fatal(found, err)
+				}
+				if v, err := CatalogVersion(q); err != nil || v != 12 {
+					b.Fatal(v, err)
+				}
+			}
+		})
+	}
+}
