@@ -256,13 +256,3 @@ func withField(out []byte, err error) func(field string) ([]byte, error) {
 func (s *Service) failField(c echo.Context, status int, code, field string) error {
 	return httpapi.Write(c, httpapi.Refusal{Status: status, Code: code, Field: field})
 }
-
-// nextTicketNo is the new order's ticket number: 1, 2, 3 … after the
-// newest day close (the same on every node at this index).
-func nextTicketNo(db store.DB) (int64, error) {
-	from, err := store.LastDayClose(db)
-	if err != nil {
-		return 0, err
-	}
-	return store.NextTicketNo(db, from)
-}

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -96,8 +97,9 @@ type placement struct {
 	ctx   *raftfsm.ApplyContext
 	tx    *kv.Tx
 	c     placeOrderCmd
-	audit store.Audit   // the row every outcome writes
-	sess  store.Session // set by checkSession
+	audit store.Audit // the row every outcome writes
+	table string      // the session's table, set by checkSession
+	menuV int64       // the catalog version, read by checkSession
 }
 
 func (p *placement) guest() bool { return p.c.Source == "guest" }
@@ -144,17 +146,17 @@ func (p *placement) replayed(r cachedResult, reason string) ([]byte, error) {
 // checkSession is row 3 again, inside Apply: checkout may have closed the
 // session since the node looked.
 func (p *placement) checkSession() ([]byte, error) {
-	sess, exists, err := store.GetSession(p.ctx.DB, p.c.SessionID)
+	table, status, menuV, exists, err := store.SessionTable(p.ctx.DB, p.c.SessionID)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
 		return p.rejected(http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
 	}
-	if sess.Status != store.SessionActive {
+	if status != store.SessionActive {
 		return p.rejected(http.StatusGone, "SESSION_CLOSED", 0, nil)
 	}
-	p.sess = sess
+	p.table, p.menuV = table, menuV
 	return nil, nil
 }
 
@@ -243,7 +245,7 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 		out, err := p.rejected(status, reason, 0, skus)
 		return pricedCart{}, out, err
 	}
-	menu, err := cat.at(ctx.DB)
+	menu, err := cat.lookup(p.menuV, ctx.DB)
 	if err != nil {
 		return pricedCart{}, nil, err
 	}
@@ -269,57 +271,49 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 	if len(unavailable) > 0 {
 		return fail(http.StatusConflict, "OUT_OF_STOCK", unavailable)
 	}
+	// Take the stock, all or nothing; only a short cart reads the levels.
 	need := unitsPerSKU(c.Items)
-	levels, err := store.StockOf(ctx.DB, skusOf(need))
+	taken, err := store.TakeStock(ctx.DB, skusOf(need), unitsOf(need))
 	if err != nil {
 		return pricedCart{}, nil, err
 	}
-	var short []string
-	for _, u := range need {
-		if qty, tracked := levels[u.sku]; tracked && qty < u.n {
-			short = append(short, u.sku)
-		}
-	}
-	if len(short) > 0 {
-		return fail(http.StatusConflict, "OUT_OF_STOCK", short)
-	}
-	// Take the stock (an untracked sku has none to take).
-	for _, u := range need {
-		if _, tracked := levels[u.sku]; !tracked {
-			continue
-		}
-		if err := store.AddStock(ctx.DB, u.sku, -u.n); err != nil {
+	if !taken {
+		short, err := shortSKUs(ctx.DB, need)
+		if err != nil {
 			return pricedCart{}, nil, err
 		}
+		if len(short) == 0 {
+			return pricedCart{}, nil, fmt.Errorf("stock take refused with no sku short: %v", need)
+		}
+		return fail(http.StatusConflict, "OUT_OF_STOCK", short)
 	}
 	return pricedCart{items: items, total: total, lines: lines}, nil, nil
 }
 
-// admit saves an order that passed every row: allocate the id, save,
+// admit saves an order that passed every row: save it under a free id,
 // cache the answer, start the windows, queue its tickets.
 func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	ctx, tx, c := p.ctx, p.tx, p.c
-	orderID, err := allocateOrderID(ctx, c.CandidateID)
-	if err != nil {
-		return nil, err
-	}
 	var reqID *string
 	if c.RequestID != "" {
 		r := c.RequestID
 		reqID = &r
 	}
 	var ticketNo int64
+	var err error
 	if cart.lines {
-		if ticketNo, err = nextTicketNo(ctx.DB); err != nil {
+		if ticketNo, err = store.NextTicketNo(ctx.DB); err != nil {
 			return nil, err
 		}
 	}
-	order := store.Order{OrderID: orderID, Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.sess.TableID,
+	order := store.Order{Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.table,
 		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
 		TicketNo: ticketNo, Bumped: []string{}}
-	if err := store.InsertOrder(ctx.DB, order, ctx.WallTime); err != nil {
+	orderID, err := insertOrder(ctx, order, c.CandidateID)
+	if err != nil {
 		return nil, err
 	}
+	order.OrderID = orderID
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
 	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt})
 	if c.RequestID != "" {
@@ -405,20 +399,21 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// allocateOrderID takes the proposer's random candidate; on a collision it
-// walks to the next free id, the same way on every node.
-func allocateOrderID(ctx *raftfsm.ApplyContext, candidate int64) (int64, error) {
+// insertOrder saves o under the proposer's random candidate id; on a
+// collision it walks to the next free id, the same way on every node.
+func insertOrder(ctx *raftfsm.ApplyContext, o store.Order, candidate int64) (int64, error) {
 	const max = 1<<31 - 1
 	id := candidate
 	if id < 1 || id > max {
 		id = int64(ctx.Index%max) + 1
 	}
 	for i := 0; i < 1_000_000; i++ {
-		taken, err := store.OrderIDTaken(ctx.DB, id)
+		o.OrderID = id
+		inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime)
 		if err != nil {
 			return 0, err
 		}
-		if !taken {
+		if inserted {
 			return id, nil
 		}
 		id = id%max + 1

@@ -228,7 +228,7 @@ func applyPrinterState(ctx *raftfsm.ApplyContext, tx *kv.Tx, c printerStateCmd) 
 // touch, with that printer's lines only. Printers are read in id order and
 // lines in order: the same rows on every node.
 func queueTickets(ctx *raftfsm.ApplyContext, o store.Order, kind string) (int, error) {
-	printers, err := store.ListPrinters(ctx.DB)
+	printers, err := store.PrinterStations(ctx.DB)
 	if err != nil {
 		return 0, err
 	}

@@ -82,20 +82,7 @@ func TestRequestLookupUsesTheSessionIndex(t *testing.T) {
 	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'orders_request'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("orders_request still there (%d, %v)", n, err)
 	}
-	rows, err := tx.Query(`EXPLAIN QUERY PLAN SELECT `+orderCols+` FROM orders WHERE session_id = ? AND request_id = ? ORDER BY seq DESC LIMIT ?`, "s", "r", 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	plan := ""
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan += detail + "; "
-	}
+	plan := queryPlan(t, tx, `SELECT `+orderCols+` FROM orders WHERE session_id = ? AND request_id = ? ORDER BY seq DESC LIMIT ?`, "s", "r", 20)
 	if !strings.Contains(plan, "orders_session") {
 		t.Errorf("plan %q does not use orders_session", plan)
 	}

@@ -94,6 +94,31 @@ func ListPrinters(q DB) ([]Printer, error) {
 	return out, rows.Err()
 }
 
+// PrinterStations is every printer's id and stations by id: what queueing
+// an order's tickets needs, without ListPrinters' count of each queue (a
+// printer offline through a rush has thousands of jobs to count, on every
+// order).
+func PrinterStations(q DB) ([]Printer, error) {
+	rows, err := q.Query(`SELECT printer_id, stations FROM printers ORDER BY printer_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list printers: %w", err)
+	}
+	defer rows.Close()
+	var out []Printer
+	for rows.Next() {
+		var p Printer
+		var st string
+		if err := rows.Scan(&p.PrinterID, &st); err != nil {
+			return nil, fmt.Errorf("list printers: %w", err)
+		}
+		if err := json.Unmarshal([]byte(st), &p.Stations); err != nil {
+			return nil, fmt.Errorf("printer %s stations: %w", p.PrinterID, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
 // InsertPrintJob queues a document for a printer.
 func InsertPrintJob(tx DB, printerID string, orderID int64, doc []byte, at int64) error {
 	if _, err := tx.Exec(`INSERT INTO print_jobs(printer_id, order_id, doc, created_at) VALUES (?,?,?,?)`,

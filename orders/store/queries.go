@@ -152,11 +152,13 @@ func CatalogEmpty(q DB) (bool, error) {
 // Only menu writes change it, so no API can make two menus share one.
 func CatalogVersion(q DB) (int64, error) {
 	var v int64
-	if err := q.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM catalog_version`).Scan(&v); err != nil {
+	if err := q.QueryRow(catalogVersionSQL).Scan(&v); err != nil {
 		return 0, fmt.Errorf("read catalog version: %w", err)
 	}
 	return v, nil
 }
+
+const catalogVersionSQL = `SELECT COALESCE(MAX(version), 0) FROM catalog_version`
 
 // SetCatalogVersion records the index of a menu write.
 func SetCatalogVersion(tx DB, v int64) error {
@@ -291,6 +293,23 @@ func GetSession(q DB, id string) (Session, bool, error) {
 	return s, true, nil
 }
 
+// SessionTable is a session's table and status, what an order needs of
+// it (GetSession also scans and formats what an order never uses), and
+// the catalog version (CatalogVersion) read in the same statement: an
+// order reads both, and one statement fewer per order is a few per cent
+// of its Apply. found is false for an unknown session (version 0 then).
+func SessionTable(q DB, id string) (tableID, status string, catalogVersion int64, found bool, err error) {
+	err = q.QueryRow(`SELECT table_id, status, (`+catalogVersionSQL+`) FROM sessions WHERE session_id = ?`, id).
+		Scan(&tableID, &status, &catalogVersion)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", 0, false, nil
+	}
+	if err != nil {
+		return "", "", 0, false, fmt.Errorf("get session: %w", err)
+	}
+	return tableID, status, catalogVersion, true, nil
+}
+
 // InsertSession opens a session (and records its table).
 func InsertSession(tx DB, id, tableID, pin string, at int64) error {
 	if _, err := tx.Exec(`INSERT INTO tables(table_id, created_at) VALUES (?,?) ON CONFLICT(table_id) DO NOTHING`, tableID, at); err != nil {
@@ -365,30 +384,28 @@ func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
 	return o, nil
 }
 
-// InsertOrder stores a new order; createdAt is the leader's wall clock.
-func InsertOrder(tx DB, o Order, createdAt int64) error {
+// InsertOrder stores a new order under o.OrderID unless that id is taken
+// (live or archived): inserted is false then, and nothing was written.
+// One statement checks and inserts (the check was a statement of its
+// own). createdAt is the leader's wall clock.
+func InsertOrder(tx DB, o Order, createdAt int64) (inserted bool, err error) {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
-		return fmt.Errorf("encode order items: %w", err)
+		return false, fmt.Errorf("encode order items: %w", err)
 	}
 	var client any
 	if o.ClientID != "" {
 		client = o.ClientID
 	}
-	_, err = tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13
+		WHERE NOT EXISTS (SELECT 1 FROM orders_archive WHERE order_id = ?1) ON CONFLICT(order_id) DO NOTHING`,
 		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo)
 	if err != nil {
-		return fmt.Errorf("insert order %d: %w", o.OrderID, err)
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
 	}
-	return nil
-}
-
-// OrderIDTaken reports whether an order id is used (live or archived).
-func OrderIDTaken(q DB, id int64) (bool, error) {
-	var n int
-	err := q.QueryRow(`SELECT EXISTS(SELECT 1 FROM orders WHERE order_id = ?) OR EXISTS(SELECT 1 FROM orders_archive WHERE order_id = ?)`, id, id).Scan(&n)
+	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("check order id: %w", err)
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
 	}
 	return n == 1, nil
 }

@@ -176,6 +176,11 @@ var migrations = []string{
 	// orders_session finds; the index cost every order a write to a
 	// random page (a random UUID), on every box's SD card.
 	`DROP INDEX IF EXISTS orders_request;`,
+	// 10: performance (issue 19): every order's ticket number reads the
+	// newest day close (MAX(closed_index)); without an index that is a
+	// scan of every close ever made, a year of them costing more than
+	// the rest of the order's Apply.
+	migrationDayCloseIndex,
 }
 
 // SchemaVersion is the version this build migrates to.
