@@ -244,11 +244,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 	rc.NoSnapshotRestoreOnStart = !restore
 
 	logs := raft.LogStore(store)
-	// The cache serves the entries just stored (a follower applies them, the
-	// leader sends them on) without a bbolt read and decode; one full
-	// AppendEntries' worth covers that, and every cached entry (about 1 KB
-	// each) is live heap the collector walks and doubles.
-	if cache, err := raft.NewLogCache(n.cfg.Raft.MaxAppendEntries, store); err == nil {
+	if cache, err := raft.NewLogCache(1024, store); err == nil {
 		logs = cache
 	}
 	r, err := raft.NewRaft(rc, meteredFSM{f: n.fsm, m: n.metrics}, logs, store, snaps, unpipelined{n.trans})
