@@ -27,6 +27,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg.Log, os.Stdout)
+	memLimit := node.SetMemoryLimit()
 	n, _, err := startStore(ctx, cfg, log, orders.Options{})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -35,7 +36,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version)
+	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version, "memory_limit_mib", memLimit>>20)
 	<-ctx.Done()
 	log.Info("shutting down")
 	n.Stop()

@@ -99,11 +99,11 @@ func TestOpenSetsAsideDamagedFiles(t *testing.T) {
 	bigFill(t, f, 3000)
 	f.Close()
 	closed := copyDir(t, src) // after a clean stop: checkpointed
-	// As on disk mid-run: too few pages yet for a checkpoint, so the WAL
-	// holds every batch.
+	// As on disk mid-run: too few pages yet for a checkpoint (one batch,
+	// under walAutocheckpointPages), so the WAL holds every batch.
 	src2 := t.TempDir()
 	f2 := openFSM(t, src2)
-	bigFill(t, f2, 300)
+	bigFill(t, f2, 30)
 	live := copyDir(t, src2)
 	f2.Close()
 
