@@ -212,6 +212,12 @@ func fzRegistry() *raftfsm.Registry {
 // files fzBuild made in template once (building them for every input
 // would spend the fuzzing time on migrations).
 func fzOpen(t testing.TB, template string) *raftfsm.FSM {
+	return fzOpenGrouped(t, template, raftfsm.Grouping{})
+}
+
+// fzOpenGrouped is fzOpen with the FSM committing its files per group of
+// batches, as a node's does.
+func fzOpenGrouped(t testing.TB, template string, g raftfsm.Grouping) *raftfsm.FSM {
 	dir := t.TempDir()
 	entries, err := os.ReadDir(template)
 	if err != nil {
@@ -226,7 +232,7 @@ func fzOpen(t testing.TB, template string) *raftfsm.FSM {
 			t.Fatal(err)
 		}
 	}
-	f, err := raftfsm.Open(raftfsm.Options{Dir: dir, Registry: fzRegistry(), Migrate: store.Migrate, Logger: slog.New(slog.DiscardHandler)})
+	f, err := raftfsm.Open(raftfsm.Options{Dir: dir, Registry: fzRegistry(), Migrate: store.Migrate, Logger: slog.New(slog.DiscardHandler), Grouping: g})
 	if err != nil {
 		t.Fatal(err)
 	}
