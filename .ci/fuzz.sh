@@ -17,6 +17,7 @@ targets=(
   "./orders/admission FuzzDecodeOrder"
   "./orders/admission FuzzNormalizeFingerprint"
   "./orders/admission FuzzParseIdempotencyKey"
+  "./orders/admission FuzzIDChecksMatchTheirPatterns"
   "./raftfsm FuzzCommandDecode"
   "./orders FuzzFSMApply"
   "./orders/menuimage FuzzProcess"

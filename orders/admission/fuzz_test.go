@@ -238,3 +238,29 @@ func FuzzParseIdempotencyKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIDChecksMatchTheirPatterns: the byte-loop id checks accept exactly
+// what the regular expressions they replaced accept.
+func FuzzIDChecksMatchTheirPatterns(f *testing.F) {
+	idRe := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	clientRe := regexp.MustCompile(`^guest-[A-Za-z0-9_-]{8,64}$`)
+	for _, s := range []string{
+		"", "a", "ramen", "B-12_x", strings.Repeat("a", 64), strings.Repeat("a", 65), "ra men", "é", "a\n",
+		"guest-", "guest-1234567", "guest-12345678", "guest-" + strings.Repeat("Z", 64), "guest-" + strings.Repeat("Z", 65), "Guest-12345678",
+		"550e8400-e29b-41d4-a716-446655440000", "550e8400-e29b-41d4-c716-446655440000", "550e8400-e29b-11d4-a716-446655440000",
+		"550E8400-E29B-41D4-A716-446655440000", "550e8400e29b41d4a716446655440000----",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidID(s), idRe.MatchString(s); got != want {
+			t.Fatalf("ValidID(%q) = %v, the pattern says %v", s, got, want)
+		}
+		if got, want := ValidClientID(s), clientRe.MatchString(s); got != want {
+			t.Fatalf("ValidClientID(%q) = %v, the pattern says %v", s, got, want)
+		}
+		if got, want := isUUIDv4(s), canonicalKey.MatchString(s); got != want {
+			t.Fatalf("isUUIDv4(%q) = %v, the pattern says %v", s, got, want)
+		}
+	})
+}
