@@ -25,7 +25,7 @@ func TestCallGapAndDayCloseOnFSMTime(t *testing.T) {
 	index := uint64(0)
 	apply := func(typ raftfsm.CommandType, payload any, fsm int64) Result {
 		t.Helper()
-		p, _ := json.Marshal(payload)
+		p, _ := encodeCommand(payload, versionOf(typ))
 		index++
 		cmd := raftfsm.Command{Type: typ, Version: versionOf(typ), FSMTime: fsm, WallTime: fsm - fiftyYears, Payload: p}
 		res, _ := f.ApplyBatch([]*raft.Log{{Index: index, Term: 1, Type: raft.LogCommand, Data: cmd.Encode()}})[0].(raftfsm.Response)

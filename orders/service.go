@@ -211,11 +211,12 @@ func (s *Service) Routes(e *echo.Echo) {
 // leader, or forwarded to it) and decodes its Result. Idempotent commands
 // are retried across a leader change even when the outcome is unknown.
 func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
-	payload, err := json.Marshal(cmd)
+	v := s.version(t)
+	payload, err := encodeCommand(cmd, v)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
 	}
-	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: s.version(t), Payload: payload, Idempotent: idempotent})
+	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: v, Payload: payload, Idempotent: idempotent})
 	if err != nil {
 		return Result{}, err
 	}
