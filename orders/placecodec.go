@@ -68,7 +68,7 @@ func (c placeOrderCmd) appendBinary(b []byte) []byte {
 }
 
 func (c *placeOrderCmd) decodeBinary(p []byte) bool {
-	r := reader{b: p}
+	r := newReader(p)
 	for _, s := range []*string{&c.SessionID, &c.RequestID, &c.ClientID, &c.Source, &c.Node} {
 		*s = r.string()
 	}
@@ -164,7 +164,7 @@ func decodeCached(b []byte) (cachedResult, bool) {
 	if len(b) == 0 || b[0] != cachedBinaryTag {
 		return c, json.Unmarshal(b, &c) == nil
 	}
-	r := reader{b: b[1:]}
+	r := newReader(b[1:])
 	c.Fingerprint = r.string()
 	c.Attempt = r.string()
 	flags := r.byte()
@@ -211,10 +211,17 @@ func appendStrings(b []byte, ss []string) []byte {
 // every later read yields zero values, so a decoder reads on and checks
 // once. Counts are bounded by the bytes left, so a corrupt count cannot
 // make a large allocation.
+//
+// Strings are cut from one copy of the whole input (one allocation, not
+// one per field).
 type reader struct {
 	b   []byte
+	s   string // the input, read from off
+	off int
 	bad bool
 }
+
+func newReader(b []byte) reader { return reader{b: b, s: string(b)} }
 
 func (r *reader) fail() { r.bad, r.b = true, nil }
 
@@ -224,7 +231,7 @@ func (r *reader) uvarint() uint64 {
 		r.fail()
 		return 0
 	}
-	r.b = r.b[n:]
+	r.skip(n)
 	return v
 }
 
@@ -234,9 +241,11 @@ func (r *reader) varint() int64 {
 		r.fail()
 		return 0
 	}
-	r.b = r.b[n:]
+	r.skip(n)
 	return v
 }
+
+func (r *reader) skip(n int) { r.b, r.off = r.b[n:], r.off+n }
 
 // int is a varint that fits this platform's int (as json.Unmarshal into
 // an int demands).
@@ -265,14 +274,17 @@ func (r *reader) byte() byte {
 		return 0
 	}
 	v := r.b[0]
-	r.b = r.b[1:]
+	r.skip(1)
 	return v
 }
 
 func (r *reader) string() string {
 	n := r.count()
-	s := string(r.b[:n])
-	r.b = r.b[n:]
+	if r.bad {
+		return ""
+	}
+	s := r.s[r.off : r.off+n]
+	r.skip(n)
 	if !utf8.ValidString(s) {
 		r.fail()
 		return ""
