@@ -44,6 +44,9 @@ func TestCallGapAndDayCloseOnFSMTime(t *testing.T) {
 		}
 		var v any
 		json.Unmarshal(c.Payload, &v)
+		if c.Type == CmdPlaceOrder { // binary from version 4
+			v, _ = decodeCommand[placeOrderCmd](c.Version, c.Payload)
+		}
 		apply(c.Type, v, t0)
 	}
 	if r := apply(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "staff"}, t0); r.Status != 200 {
