@@ -3,6 +3,7 @@ package orders
 import (
 	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 
 	"masterorder/orders/admission"
@@ -183,6 +184,17 @@ func decodeCached(b []byte) (cachedResult, bool) {
 	body.TotalPrice = r.varint()
 	body.TicketNo = r.varint()
 	return c, r.done()
+}
+
+// shownValue is a KV value as staff see it (GET /api/staff/locks): a
+// binary cached result as the JSON it stands for.
+func shownValue(key string, v []byte) string {
+	if len(v) > 0 && v[0] == cachedBinaryTag && (strings.HasPrefix(key, prefixIdem) || strings.HasPrefix(key, prefixPayload)) {
+		if c, good := decodeCached(v); good {
+			return string(mustJSON(c))
+		}
+	}
+	return string(v)
 }
 
 func appendString(b []byte, s string) []byte {

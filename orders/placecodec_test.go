@@ -256,7 +256,14 @@ func TestCachedResultBothForms(t *testing.T) {
 			if v == 4 && len(b) >= len(encodeCached(r, 3)) && r.Fingerprint != "" {
 				t.Errorf("binary %d bytes, not smaller than JSON", len(b))
 			}
+			// Staff listing the keys see the JSON either way.
+			if got, want := shownValue(keyIdem(fzSession, fzKey), b), string(encodeCached(r, 3)); got != want {
+				t.Errorf("v%d shown as %q, want %q", v, got, want)
+			}
 		}
+	}
+	if v := "\x01raw"; shownValue(keyBurst(fzSession), []byte(v)) != v {
+		t.Error("a value outside the cached results is shown changed")
 	}
 	for _, bad := range []string{"", "{", "\x01", "\x01\x00\x00\x08", "\x01\x00\x00\x02\x00\x00\x00\x00\x00"} {
 		if _, good := decodeCached([]byte(bad)); good {
