@@ -25,7 +25,7 @@ func TestCallGapAndDayCloseOnFSMTime(t *testing.T) {
 	index := uint64(0)
 	apply := func(typ raftfsm.CommandType, payload any, fsm int64) Result {
 		t.Helper()
-		p, _ := json.Marshal(payload)
+		p, _ := encodeCommand(payload, versionOf(typ))
 		index++
 		cmd := raftfsm.Command{Type: typ, Version: versionOf(typ), FSMTime: fsm, WallTime: fsm - fiftyYears, Payload: p}
 		res, _ := f.ApplyBatch([]*raft.Log{{Index: index, Term: 1, Type: raft.LogCommand, Data: cmd.Encode()}})[0].(raftfsm.Response)
@@ -44,6 +44,9 @@ func TestCallGapAndDayCloseOnFSMTime(t *testing.T) {
 		}
 		var v any
 		json.Unmarshal(c.Payload, &v)
+		if c.Type == CmdPlaceOrder { // binary from version 4
+			v, _ = decodeCommand[placeOrderCmd](c.Version, c.Payload)
+		}
 		apply(c.Type, v, t0)
 	}
 	if r := apply(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "staff"}, t0); r.Status != 200 {

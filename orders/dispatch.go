@@ -32,7 +32,7 @@ type commandTable struct {
 // answers the same).
 func register[T command](tab commandTable, t raftfsm.CommandType, name string, apply applyFunc[T]) {
 	tab.reg.RegisterVersions(t, name, tab.maxVersion(t), func(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
-		c, good := decodeCommand[T](payload)
+		c, good := decodeCommand[T](ctx.Version, payload)
 		if !good {
 			return reject(http.StatusBadRequest, "MALFORMED_COMMAND")
 		}
@@ -40,17 +40,44 @@ func register[T command](tab commandTable, t raftfsm.CommandType, name string, a
 	})
 }
 
-// decodeCommand decodes payload as one T that passes its checks. Strict in
-// syntax and types (json.Unmarshal refuses trailing data and mistyped
-// fields); unknown fields are ignored on purpose: an entry written by an
-// older build with a field since dropped must replay as it applied then,
-// so a field is never added or dropped without a new command version.
-func decodeCommand[T command](payload []byte) (T, bool) {
+// decodeCommand decodes payload, of version v, as one T that passes its
+// checks. Strict in syntax and types (json.Unmarshal refuses trailing data
+// and mistyped fields); unknown fields are ignored on purpose: an entry
+// written by an older build with a field since dropped must replay as it
+// applied then, so a field is never added or dropped without a new
+// command version. A binaryCommand's newer versions are its binary form.
+func decodeCommand[T command](v uint8, payload []byte) (T, bool) {
 	var c T
+	if b, binary := any(&c).(binaryDecoder); binary && v >= b.binaryFrom() {
+		if !b.decodeBinary(payload) || !c.valid() {
+			return c, false
+		}
+		return c, true
+	}
 	if err := json.Unmarshal(payload, &c); err != nil || !c.valid() {
 		return c, false
 	}
 	return c, true
+}
+
+// binaryCommand is a command whose versions from binaryFrom on are a
+// compact binary form instead of JSON (placecodec.go).
+type binaryCommand interface {
+	binaryFrom() uint8
+	appendBinary([]byte) []byte
+}
+
+type binaryDecoder interface {
+	binaryFrom() uint8
+	decodeBinary([]byte) bool
+}
+
+// encodeCommand is cmd's payload at version v.
+func encodeCommand(cmd any, v uint8) ([]byte, error) {
+	if b, binary := cmd.(binaryCommand); binary && v >= b.binaryFrom() {
+		return b.appendBinary(nil), nil
+	}
+	return json.Marshal(cmd)
 }
 
 // Result is what every domain command answers: an HTTP status with either

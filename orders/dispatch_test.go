@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"masterorder/kv"
+	"masterorder/orders/admission"
 	"masterorder/raftfsm"
 )
 
@@ -29,15 +30,34 @@ func TestEveryCommandRejectsMalformedPayloadWithoutWriting(t *testing.T) {
 	}
 	r := newRV(t)
 	payloads := []string{``, `not json`, `[1,2]`, `{} {}`, `42`}
+	refused := func(ct raftfsm.CommandType, v uint8, p []byte) {
+		t.Helper()
+		before := r.dumpState()
+		if res := r.applyV(ct, v, p); res.Status != 400 || res.Reason != "MALFORMED_COMMAND" {
+			t.Errorf("%s v%d with payload %q: %d %s, want 400 MALFORMED_COMMAND", reg.Name(ct), v, p, res.Status, res.Reason)
+		}
+		if after := r.dumpState(); !bytes.Equal(before, after) {
+			t.Errorf("%s v%d with payload %q changed the replica", reg.Name(ct), v, p)
+		}
+	}
 	for _, ct := range types {
 		for _, p := range payloads {
-			before := r.dumpState()
-			if res := r.apply(ct, p); res.Status != 400 || res.Reason != "MALFORMED_COMMAND" {
-				t.Errorf("%s with payload %q: %d %s, want 400 MALFORMED_COMMAND", reg.Name(ct), p, res.Status, res.Reason)
-			}
-			if after := r.dumpState(); !bytes.Equal(before, after) {
-				t.Errorf("%s with payload %q changed the replica", reg.Name(ct), p)
-			}
+			refused(ct, versionOf(ct), []byte(p))
+		}
+	}
+	// placeOrder: the older JSON versions, and damaged binary ones.
+	for v := uint8(1); v < versionOf(CmdPlaceOrder); v++ {
+		for _, p := range payloads {
+			refused(CmdPlaceOrder, v, []byte(p))
+		}
+	}
+	lines := admission.Normalize([]admission.Line{{MenuID: "ramen", Quantity: 1, Toppings: []string{"egg"}, Options: map[string][]string{"size": {"l"}, "spice": {"hot"}}}})
+	order := freshOrder("6ba7b810-9dad-41d1-80b4-00c04fd43401", "guest-malformed01", lines)
+	// Some prefixes and every other damage (each prefix is tried in
+	// TestCorruptPlaceOrderV4IsMalformedWithoutWriting).
+	for i, p := range placeV4Corruptions(order) {
+		if i%16 == 0 || i >= len(order.appendBinary(nil)) {
+			refused(CmdPlaceOrder, 4, p)
 		}
 	}
 }

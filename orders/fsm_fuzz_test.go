@@ -39,20 +39,26 @@ const (
 )
 
 func fzEntry(index uint64, t raftfsm.CommandType, payload any) *raft.Log {
+	return fzEntryV(index, t, versionOf(t), payload)
+}
+
+// fzEntryV is a command of version v: raw bytes as given, a command
+// struct encoded as the proposer encodes that version.
+func fzEntryV(index uint64, t raftfsm.CommandType, v uint8, payload any) *raft.Log {
 	var p []byte
-	switch v := payload.(type) {
+	switch pv := payload.(type) {
 	case []byte:
-		p = v
+		p = pv
 	case string:
-		p = []byte(v)
+		p = []byte(pv)
 	default:
-		b, err := json.Marshal(v)
+		b, err := encodeCommand(pv, v)
 		if err != nil {
 			panic(err)
 		}
 		p = b
 	}
-	cmd := raftfsm.Command{Type: t, Version: versionOf(t), FSMTime: fzFSMTime + int64(index)*10, WallTime: fzFSMTime, Payload: p}
+	cmd := raftfsm.Command{Type: t, Version: v, FSMTime: fzFSMTime + int64(index)*10, WallTime: fzFSMTime, Payload: p}
 	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: cmd.Encode()}
 }
 
@@ -186,6 +192,16 @@ func fzSeeds() [][]byte {
 	bad = fresh
 	bad.SessionID = long
 	add(CmdPlaceOrder, bad)
+	// placeOrder in every version (JSON up to 3, binary from 4), and
+	// damaged binary payloads: some prefixes, the rest as is.
+	for v := uint8(1); v < versionOf(CmdPlaceOrder); v++ {
+		seeds = append(seeds, fzEntryV(100, CmdPlaceOrder, v, fresh))
+	}
+	for i, p := range placeV4Corruptions(fresh) {
+		if i%24 == 0 || i >= len(fresh.appendBinary(nil)) {
+			add(CmdPlaceOrder, p)
+		}
+	}
 	add(kv.CmdOp, map[string]any{"op": "put", "key": long})
 	add(kv.CmdOp, map[string]any{"op": "txn", "ops": []map[string]any{{"key": ""}}})
 	add(kv.CmdOp, map[string]any{"op": "put", "key": "k", "ttlMs": int64(1) << 62})

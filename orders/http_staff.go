@@ -474,7 +474,7 @@ func (s *Service) listLocks(c echo.Context) error {
 	now, wall := s.node.FSMNow(), time.Now()
 	out := make([]lockView, 0, len(entries))
 	for _, e := range entries {
-		v := lockView{Key: e.Key, Value: string(e.Value), Revision: e.Revision}
+		v := lockView{Key: e.Key, Value: shownValue(e.Key, e.Value), Revision: e.Revision}
 		if e.ExpiresAt != 0 {
 			v.ExpiresAt = wall.Add(time.Duration(e.ExpiresAt-now) * time.Millisecond).UTC().Format(time.RFC3339)
 		}

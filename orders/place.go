@@ -55,7 +55,8 @@ type successBody struct {
 	TicketNo int64 `json:"ticketNo,omitempty"`
 }
 
-// cachedResult is what the KV keeps for a key and for a payload window.
+// cachedResult is what the KV keeps for a key and for a payload window
+// (encodeCached, placecodec.go).
 type cachedResult struct {
 	Fingerprint string      `json:"fp"`
 	Body        successBody `json:"body"`
@@ -170,8 +171,7 @@ func (p *placement) replayKnownKey() ([]byte, error) {
 		return nil, nil
 	}
 	if e, live := p.tx.Get(keyIdem(c.SessionID, c.RequestID)); live {
-		var r cachedResult
-		if err := json.Unmarshal(e.Value, &r); err == nil {
+		if r, good := decodeCached(e.Value); good {
 			if r.Fingerprint != c.Fingerprint {
 				return p.rejected(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0, nil)
 			}
@@ -213,14 +213,14 @@ func (p *placement) checkWindows() ([]byte, error) {
 		return nil, nil
 	}
 	if e, live := tx.Get(keyPayload(c.SessionID, c.Fingerprint)); live {
-		var r cachedResult
-		if err := json.Unmarshal(e.Value, &r); err != nil {
+		r, good := decodeCached(e.Value)
+		if !good {
 			return p.rejected(http.StatusConflict, "DUPLICATE_PAYLOAD", e.ExpiresAt-now, nil)
 		}
 		// Remember the new key too: a resend of it after the window
 		// must still replay, never become a second order.
 		if c.RequestID != "" {
-			if err := tx.Put(keyIdem(c.SessionID, c.RequestID), mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}), msDuration(c.Windows.IdempotencyMs)); err != nil {
+			if err := tx.Put(keyIdem(c.SessionID, c.RequestID), encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}, p.ctx.Version), msDuration(c.Windows.IdempotencyMs)); err != nil {
 				return nil, err
 			}
 		}
@@ -315,7 +315,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	}
 	order.OrderID = orderID
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
-	cached := mustJSON(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt})
+	cached := encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt}, ctx.Version)
 	if c.RequestID != "" {
 		if err := tx.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
 			return nil, err

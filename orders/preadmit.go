@@ -61,8 +61,7 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 	// Rows 5–6 first: a key whose result is committed replays it (or is a
 	// reuse with another cart) — never a window's refusal.
 	if e, live, err := kvc.Get(keyIdem(cmd.SessionID, cmd.RequestID)); err == nil && live {
-		var r cachedResult
-		if json.Unmarshal(e.Value, &r) == nil {
+		if r, good := decodeCached(e.Value); good {
 			if r.Fingerprint != cmd.Fingerprint {
 				return reject(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0)
 			}

@@ -323,10 +323,7 @@ var _ = raft.LogCommand
 // applyV commits one command at an explicit version.
 func (r *rv) applyV(typ raftfsm.CommandType, version uint8, payload any) Result {
 	r.t.Helper()
-	l := fzEntry(r.next, typ, payload)
-	cmd, _ := raftfsm.Decode(l.Data)
-	cmd.Version = version
-	l.Data = cmd.Encode()
+	l := fzEntryV(r.next, typ, version, payload)
 	r.next++
 	res, _ := r.f.Apply(l).(raftfsm.Response)
 	if res.Err != nil {

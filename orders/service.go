@@ -211,13 +211,14 @@ func (s *Service) Routes(e *echo.Echo) {
 // leader, or forwarded to it) and decodes its Result. Idempotent commands
 // are retried across a leader change even when the outcome is unknown.
 func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
-	payload, err := json.Marshal(cmd)
+	v := s.version(t)
+	payload, err := encodeCommand(cmd, v)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
 	}
 	// A placed order's answer is whole from Apply (staffBody too): the
 	// leader need not commit its files before answering it.
-	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: s.version(t), Payload: payload, Idempotent: idempotent, AnswerOnly: t == CmdPlaceOrder})
+	out, err := s.node.Propose(ctx, node.Proposal{Type: t, Version: v, Payload: payload, Idempotent: idempotent, AnswerOnly: t == CmdPlaceOrder})
 	if err != nil {
 		return Result{}, err
 	}
