@@ -16,11 +16,11 @@ import (
 //
 // Applied but uncommitted entries are invisible: Applied, the listeners
 // and every local read move only at the commit (the FSM clock, Now, moves
-// with each batch). Nothing is lost
-// by a crash before it: the entries are in the Raft log, the files say
-// the last index they hold, and the node applies the rest again at start
-// (needRestore in node). A reader that waits for an index the group holds
-// commits it at once (WaitApplied), so read-your-writes costs no delay.
+// with each batch). Nothing is lost by a crash before it: the entries are
+// in the Raft log, the files say the last index they hold, and the node
+// applies the rest again at start (needRestore in node). A reader that
+// waits for an index the group holds commits it at once (WaitApplied), so
+// read-your-writes costs no delay.
 type group struct {
 	btx    *bolt.Tx
 	stx    *sql.Tx
@@ -163,11 +163,7 @@ func (f *FSM) settleGroupLocked() error {
 	}
 	if g.n == 0 {
 		// Only skipped or already applied entries: nothing to store.
-		f.grp = nil
-		f.pendingLast.Store(0)
-		g.stx.Rollback()
-		g.btx.Rollback()
-		f.stmtW.prepareWanted()
+		f.abortGroupLocked()
 		return nil
 	}
 	if f.grouping.Delay <= 0 || g.n >= f.grouping.entries() || f.waiters.Load() > 0 {
