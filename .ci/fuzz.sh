@@ -20,12 +20,17 @@ targets=(
   "./orders/admission FuzzIDChecksMatchTheirPatterns"
   "./raftfsm FuzzCommandDecode"
   "./orders FuzzFSMApply"
+  "./orders FuzzPlaceOrderCodec"
+  "./orders FuzzCachedResultCodec"
   "./orders/menuimage FuzzProcess"
-  "./node FuzzParseConfig"
+  "./orders FuzzParseConfig"
 )
 for t in "${targets[@]}"; do
   set -- $t
   echo "== fuzz $2 ($1, $FUZZTIME)"
+  # A target that moved would fuzz nothing and pass: it must be there.
+  listed=$(go test -list "^$2\$" "$1")
+  grep -qx "$2" <<<"$listed" || { echo "fuzz target $2 not found in $1" >&2; exit 1; }
   # -fuzztime bounds the fuzzing; timeout bounds build + seeds + fuzzing.
   timeout 600 go test -run '^$' -fuzz "^$2\$" -fuzztime "$FUZZTIME" "$1"
 done
