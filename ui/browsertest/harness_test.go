@@ -472,7 +472,22 @@ func (tb *tab) visible(sel string) bool {
 
 func (tb *tab) click(sel string) {
 	tb.t.Helper()
-	tb.do(chromedp.Click(chromedp.CSS(sel)))
+	// A live screen (the kitchen board on its stream) may render the
+	// element anew between finding it and clicking it; DevTools then has
+	// no box for the old node and nothing was clicked: find it again.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node with given id") || time.Now().After(deadline) {
+			tb.t.Fatalf("%s tab: click %s: %v\n%s", tb.name, sel, err, tb.describe())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (tb *tab) typeInto(sel, text string) {
