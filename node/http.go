@@ -347,11 +347,13 @@ func (n *Node) AddStatus(fn func(*Status)) {
 // Status reports the node's view of the cluster.
 func (n *Node) Status() Status {
 	s := Status{
-		NodeID:       n.cfg.NodeID,
-		State:        strings.ToLower(n.raft.State().String()),
-		Term:         n.raft.CurrentTerm(),
-		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.fsm.Applied(),
+		NodeID:      n.cfg.NodeID,
+		State:       strings.ToLower(n.raft.State().String()),
+		Term:        n.raft.CurrentTerm(),
+		CommitIndex: n.raft.CommitIndex(),
+		// What the state machine has applied, as readiness counts it; its
+		// files may commit up to one group later (raftfsm/group.go).
+		AppliedIndex: n.fsm.Handled(),
 		FSMTime:      n.FSMNow(),
 		ClockSuspect: n.clockSuspect(),
 	}
