@@ -73,11 +73,10 @@ type FSM struct {
 
 	// applyMu is held for each batch and each group commit, so a Capture
 	// can pin both files at one index between two batches.
-	applyMu    sync.Mutex
-	grouping   Grouping
-	grp        *group // the open group, guarded by applyMu
-	grpGen     uint64
-	timerArmed bool
+	applyMu  sync.Mutex
+	grouping Grouping
+	grp      *group // the open group, guarded by applyMu
+	grpGen   uint64
 	// pendingLast is the newest index in the open group (0: none), for
 	// WaitApplied; waiters counts those waiting, so a batch that ends
 	// while one waits commits at once.

@@ -31,7 +31,7 @@ type group struct {
 	events []Event
 	n      int    // entries applied into it
 	gen    uint64 // tells the flush timer which group it was armed for
-	opened time.Time
+	armed  bool   // its flush timer runs
 }
 
 // Grouping says when a group is committed.
@@ -69,7 +69,7 @@ func (f *FSM) openGroupLocked() (*group, error) {
 	last, now, wall := f.applied, f.now, f.wall
 	f.state.Unlock()
 	f.grpGen++
-	f.grp = &group{btx: btx, stx: stx, db: newCachedTx(stx, f.stmtW), last: last, now: now, wall: wall, gen: f.grpGen, opened: time.Now()}
+	f.grp = &group{btx: btx, stx: stx, db: newCachedTx(stx, f.stmtW), last: last, now: now, wall: wall, gen: f.grpGen}
 	return f.grp, nil
 }
 
@@ -106,11 +106,9 @@ func (f *FSM) commitGroupLocked() error {
 		return err
 	}
 	f.state.Lock()
+	f.setClockLocked(g)
 	if g.last > f.applied {
-		if g.now != f.now {
-			f.nowAt = time.Now()
-		}
-		f.applied, f.now, f.wall = g.last, g.now, g.wall
+		f.applied = g.last
 		close(f.advance)
 		f.advance = make(chan struct{})
 	}
@@ -174,34 +172,33 @@ func (f *FSM) settleGroupLocked() error {
 	// leader starts its clock from it (node's FSMNow), and TTLs judged on
 	// an older reading would stretch.
 	f.state.Lock()
-	if g.now != f.now {
-		f.nowAt = time.Now()
-	}
-	f.now, f.wall = g.now, g.wall
+	f.setClockLocked(g)
 	f.state.Unlock()
-	if !f.timerArmed {
-		f.timerArmed = true
+	if !g.armed {
+		g.armed = true
 		gen := g.gen
 		time.AfterFunc(f.grouping.Delay, func() { f.flushTimer(gen) })
 	}
 	return nil
 }
 
-// flushTimer commits the group it was armed for, if still open.
+// setClockLocked moves the FSM clock to the group's (f.state held).
+func (f *FSM) setClockLocked(g *group) {
+	if g.now != f.now {
+		f.nowAt = time.Now()
+	}
+	f.now, f.wall = g.now, g.wall
+}
+
+// flushTimer commits the group it was armed for, if still open (a group
+// committed earlier leaves its timer nothing to do; the next one has its
+// own).
 func (f *FSM) flushTimer(gen uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
-	f.timerArmed = false
-	if f.closed || f.grp == nil {
-		return
-	}
-	if f.grp.gen != gen {
-		// A newer group: its own timer, due Delay after it opened.
-		f.timerArmed = true
-		next := f.grp.gen
-		time.AfterFunc(max(f.grouping.Delay-time.Since(f.grp.opened), 0), func() { f.flushTimer(next) })
+	if f.closed || f.grp == nil || f.grp.gen != gen {
 		return
 	}
 	f.commitGroupLocked()
