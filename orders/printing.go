@@ -271,6 +271,8 @@ func orderTimeMs(o store.Order, fallback int64) int64 {
 }
 
 // queueReceipts queues a closed bill's receipt on every receipts printer.
+// From checkout version 3 its lines name their options and toppings (the
+// guest's note is for the kitchen, not the bill).
 func queueReceipts(ctx *raftfsm.ApplyContext, st checkoutState, payment string) error {
 	printers, err := store.ListPrinters(ctx.DB)
 	if err != nil {
@@ -283,7 +285,18 @@ func queueReceipts(ctx *raftfsm.ApplyContext, st checkoutState, payment string) 
 			continue
 		}
 		for _, it := range o.Items {
-			doc.Lines = append(doc.Lines, escpos.Line{Name: it.Name, Quantity: it.Quantity, Price: it.LineTotal})
+			l := escpos.Line{Name: it.Name, Quantity: it.Quantity, Price: it.LineTotal}
+			if ctx.Version >= 3 {
+				// What the line's price is made of: a bill of "ramen ×1
+				// 1,370円" alone does not show the extras it charged.
+				for _, op := range it.Options {
+					l.Options = append(l.Options, op.Name)
+				}
+				for _, t := range it.Toppings {
+					l.Toppings = append(l.Toppings, t.Name)
+				}
+			}
+			doc.Lines = append(doc.Lines, l)
 		}
 	}
 	for _, p := range printers {

@@ -302,15 +302,19 @@ func TestPrintExactlyOnceUnderFaults(t *testing.T) {
 }
 
 // TestPrintReceiptAtCheckout: a receipts printer prints the bill at
-// checkout (total, tax included, payment); a kitchen-only printer does not.
+// checkout (total, tax included, payment; each line's options and
+// toppings, not the kitchen's note); a kitchen-only printer does not.
 func TestPrintReceiptAtCheckout(t *testing.T) {
 	s := startStore(t, 3, nil)
 	s.seedMenu()
+	s.seedLinesMenu()
 	kitchen, till := printertest.Start(t), printertest.Start(t)
-	s.addPrinter("k", kitchen.Addr, false)
+	s.mustStaff(0, "PUT", "/api/staff/printers/k", map[string]any{"addr": kitchen.Addr, "stations": []string{"kitchen", "noodles", "drinks"}, "receipts": false, "name": "厨房"})
 	s.mustStaff(0, "PUT", "/api/staff/printers/till", map[string]any{"addr": till.Addr, "stations": []string{}, "receipts": true, "name": "レジ"})
 	sess := s.openSession("T3")
-	s.staffOrder(t, 0, sess, cart(line("ramen", 1, "egg"), line("tea", 2)))
+	ramen := ramenLine(1, map[string][]string{"firmness": {"firm"}, "extras": {"spicy"}}, "ネギ抜き")
+	ramen["toppings"] = []string{"egg"}
+	s.staffOrder(t, 0, sess, cart(ramen, line("tea", 2)))
 	s.mustStaff(1, "POST", "/api/staff/sessions/"+sess.ID+"/checkout", map[string]string{"payment": "card"})
 	var receipt escpos.Printed
 	waitFor(t, "the receipt", 30*time.Second, func() bool {
@@ -321,11 +325,14 @@ func TestPrintReceiptAtCheckout(t *testing.T) {
 		}
 		return false
 	})
-	// 900+120 + 2×300 = 1620, of which 10 % tax: 1620×10/110 = 147.
-	for _, want := range []string{"領収書 / RECEIPT", "テーブル T3", "醤油ラーメン x1  1020円", "烏龍茶 x2  600円", "合計 1620円", "(内消費税 147円)", "支払 card"} {
+	// 900+120+100 + 2×300 = 1720, of which 10 % tax: 1720×10/110 = 156.
+	for _, want := range []string{"領収書 / RECEIPT", "テーブル T3", "醤油ラーメン x1  1120円", "  ・かため", "  ・辛味", "  + 味玉", "烏龍茶 x2  600円", "合計 1720円", "(内消費税 156円)", "支払 card"} {
 		if !receipt.Has(want) {
 			t.Errorf("receipt lacks %q: %q", want, receipt.Lines)
 		}
+	}
+	if receipt.Has("ネギ抜き") {
+		t.Errorf("the receipt prints the kitchen's note: %q", receipt.Lines)
 	}
 	waitFor(t, "the kitchen ticket", 30*time.Second, func() bool { _, _, all := kitchen.Tickets(); return len(all) == 1 })
 	time.Sleep(time.Second)
