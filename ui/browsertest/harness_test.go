@@ -589,7 +589,8 @@ func (tb *tab) scrollBelowBars(sel string) {
 
 // checkLayout fails the test when the page is wider than the viewport (a
 // phone would scroll it sideways), naming the culprits, when a status
-// badge is broken over lines, or when a toast covers a warning banner.
+// badge is broken over lines, or when a toast covers a warning banner or
+// a button of the top bar.
 func (tb *tab) checkLayout(what string) {
 	tb.t.Helper()
 	out := eval[string](tb, `(() => {
@@ -615,6 +616,14 @@ func (tb *tab) checkLayout(what string) {
 		if (banner && toast) {
 			const a = banner.getBoundingClientRect(), b = toast.getBoundingClientRect();
 			if (a.bottom > b.top && b.bottom > a.top && a.right > b.left && b.right > a.left) problems.push('the toast covers the banner ' + JSON.stringify(banner.textContent));
+		}
+		if (toast) {
+			const b = toast.getBoundingClientRect();
+			for (const el of document.querySelectorAll('.topbar button, .topbar select')) {
+				if (el.closest('[hidden]') || el.getClientRects().length === 0) continue;
+				const a = el.getBoundingClientRect();
+				if (a.bottom > b.top && b.bottom > a.top && a.right > b.left && b.right > a.left) problems.push('the toast covers the top bar\'s ' + name(el));
+			}
 		}
 		return problems.slice(0, 4).join('; ');
 	})()`)
