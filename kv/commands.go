@@ -203,6 +203,15 @@ func (c Client) Get(key string) (Entry, bool, error) {
 	return e, ok, err
 }
 
+// Read runs fn on one view of the local replica at the estimated FSM
+// time: several keys read together cost one bbolt transaction, and agree.
+func (c Client) Read(fn func(tx *Tx)) error {
+	return c.V.View(func(tx *bolt.Tx) error {
+		fn(NewTx(tx, c.V.FSMNow(), 0))
+		return nil
+	})
+}
+
 // List returns the live keys with prefix from the local replica.
 func (c Client) List(prefix string, limit int) ([]Entry, error) {
 	var out []Entry

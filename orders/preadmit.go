@@ -58,9 +58,20 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		s.rejections.add(cmd.SessionID, reason)
 		return Result{Status: status, Reason: reason, RetryAfterMs: waitMs}, true, func() {}
 	}
+	// The key and the windows in one read of the replica.
+	var e kv.Entry
+	var live bool
+	var status int
+	var reason string
+	var wait int64
+	err := kvc.Read(func(tx *kv.Tx) {
+		if e, live = tx.Get(keyIdem(cmd.SessionID, cmd.RequestID)); !live {
+			status, reason, wait = windowRefusal(tx, cmd)
+		}
+	})
 	// Rows 5–6 first: a key whose result is committed replays it (or is a
 	// reuse with another cart) — never a window's refusal.
-	if e, live, err := kvc.Get(keyIdem(cmd.SessionID, cmd.RequestID)); err == nil && live {
+	if err == nil && live {
 		if r, good := decodeCached(e.Value); good {
 			if r.Fingerprint != cmd.Fingerprint {
 				return reject(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0)
@@ -79,14 +90,15 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 	// lifted elsewhere (a checkout cancelled through another box a moment
 	// ago): before refusing, the replica catches up with the leader once
 	// (ReadIndex: a round trip, no log entry) and looks again.
-	if status, reason, wait := s.windowRefusal(cmd); reason != "" {
+	if err == nil && reason != "" {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := s.consistent(rctx)
 		cancel()
 		if err != nil {
 			return reject(status, reason, wait)
 		}
-		if status, reason, wait := s.windowRefusal(cmd); reason != "" {
+		err = kvc.Read(func(tx *kv.Tx) { status, reason, wait = windowRefusal(tx, cmd) })
+		if err == nil && reason != "" {
 			return reject(status, reason, wait)
 		}
 	}
@@ -117,16 +129,15 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 }
 
 // windowRefusal is the first of rows 8–10 the local replica refuses with.
-func (s *Service) windowRefusal(cmd placeOrderCmd) (status int, reason string, waitMs int64) {
-	kvc := s.node.KV()
-	now := s.node.FSMNow()
-	if e, live, err := kvc.Get(keyCooldown(cmd.ClientID)); err == nil && live {
+func windowRefusal(tx *kv.Tx, cmd placeOrderCmd) (status int, reason string, waitMs int64) {
+	now := tx.Now()
+	if e, live := tx.Get(keyCooldown(cmd.ClientID)); live {
 		return http.StatusTooManyRequests, "COOLDOWN_ACTIVE", e.ExpiresAt - now
 	}
-	if e, live, err := kvc.Get(keySessionLock(cmd.SessionID)); err == nil && live {
+	if e, live := tx.Get(keySessionLock(cmd.SessionID)); live {
 		return http.StatusConflict, "SESSION_BUSY", min(e.ExpiresAt-now, 5000)
 	}
-	if e, live, err := kvc.Get(keyBurst(cmd.SessionID)); err == nil && live {
+	if e, live := tx.Get(keyBurst(cmd.SessionID)); live {
 		return http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt - now
 	}
 	return 0, "", 0
