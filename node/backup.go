@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 
 	"masterorder/raftfsm"
 )
@@ -140,7 +139,7 @@ func RestoreBackup(cfg Config, opts Options, backup io.Reader) (RestoreInfo, err
 		return info, fmt.Errorf("create %s: %w", raftDir, err)
 	}
 	logPath := filepath.Join(raftDir, "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: raftLogOptions()})
 	if err != nil {
 		return info, fmt.Errorf("open raft log %s (is the node running?): %w", logPath, err)
 	}

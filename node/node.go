@@ -275,6 +275,21 @@ func (n *Node) startRaft(ctx context.Context) error {
 	return n.bootstrap(logs, store, snaps)
 }
 
+// raftLogPageSize is the page size of a Raft log created by this build (a
+// log keeps the size it was created with). Every Raft batch is a bbolt
+// commit that rewrites the log's last leaf and its branches: with 1 KiB
+// pages those rewrites dirty fewer of the kernel's 4 KiB pages. In the
+// closed loop at 64 callers (README, Performance) the log's dirtied pages
+// per order went 5.0 -> 4.3 KB on the leader and 2.9 -> 2.1 KB on a
+// follower; 2 KiB and 512 B pages saved less.
+const raftLogPageSize = 1024
+
+// raftLogOptions are the bbolt options of the Raft log: no freelist
+// written per commit (it is rebuilt on open), the page size above.
+func raftLogOptions() *bolt.Options {
+	return &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, PageSize: raftLogPageSize}
+}
+
 // openRaftStores opens the Raft log and snapshot store under raftDir,
 // their directory entries made durable.
 func (n *Node) openRaftStores(raftDir string) (*raftboltdb.BoltStore, raft.SnapshotStore, error) {
@@ -282,7 +297,7 @@ func (n *Node) openRaftStores(raftDir string) (*raftboltdb.BoltStore, raft.Snaps
 		return nil, nil, fmt.Errorf("create raft dir %s: %w", raftDir, err)
 	}
 	logPath := filepath.Join(raftDir, "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true}})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: raftLogOptions()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open raft log %s: %w", logPath, err)
 	}
