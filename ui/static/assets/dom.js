@@ -89,39 +89,11 @@ export function dateTimeOf(iso) {
 let toastTimer = null;
 
 // toast shows a short message in #toast.
-// placeToast puts the toast where it hides nothing that matters for its 4
-// seconds: on a tablet just below the top bar and any banner in view; on a
-// phone, whose bar wraps to two or three lines (a fixed offset put the
-// toast over the kitchen's sound toggle, below it over the ticket number),
-// at the bottom, above the guest's cart bar.
-function placeToast(el) {
-  if (window.innerWidth <= 600) {
-    let bottom = 12;
-    for (const bar of document.querySelectorAll('.bottombar')) {
-      if (bar.closest('[hidden]')) continue;
-      const r = bar.getBoundingClientRect();
-      if (r.height > 0) bottom = Math.max(bottom, window.innerHeight - r.top + 8);
-    }
-    el.style.top = 'auto';
-    el.style.bottom = Math.round(bottom) + 'px';
-    return;
-  }
-  let top = 8;
-  for (const bar of document.querySelectorAll('.topbar, .banner')) {
-    if (bar.closest('[hidden]')) continue;
-    const r = bar.getBoundingClientRect();
-    if (r.height > 0 && r.top < window.innerHeight / 3) top = Math.max(top, r.bottom + 8);
-  }
-  el.style.top = Math.round(top) + 'px';
-  el.style.bottom = 'auto';
-}
-
 export function toast(message, kind) {
   const el = $('#toast');
   if (!el) return;
   el.textContent = message;
   el.className = 'toast' + (kind ? ' toast-' + kind : '');
-  placeToast(el);
   el.hidden = false;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => {
