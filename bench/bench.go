@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"masterorder/orders/backoff"
 )
 
 // runner is the state of one Run.
@@ -153,7 +155,7 @@ func (r *runner) runGuests(ctx context.Context, start time.Time) {
 
 func (r *runner) runGuest(ctx context.Context, g *guest, deadline time.Time) {
 	// Guests do not all tap at the same instant.
-	if !sleepCtx(ctx, time.Duration(g.rng.IntN(250))*time.Millisecond) {
+	if !backoff.Sleep(ctx, time.Duration(g.rng.IntN(250))*time.Millisecond) {
 		return
 	}
 	acked := false
@@ -163,7 +165,7 @@ func (r *runner) runGuest(ctx context.Context, g *guest, deadline time.Time) {
 			// went through; waiting out the cooldown the server announced
 			// costs no throughput (it would refuse earlier orders anyway).
 			pause := time.Duration(r.cooldownHint.Load())
-			if pause > 0 && !sleepCtx(ctx, pause+time.Duration(g.rng.IntN(100))*time.Millisecond) {
+			if pause > 0 && !backoff.Sleep(ctx, pause+time.Duration(g.rng.IntN(100))*time.Millisecond) {
 				return
 			}
 		}

@@ -163,21 +163,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return -1
 }
 
-// sleepCtx waits d or until ctx ends; false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // newUUIDv4 is a random RFC 4122 version 4 UUID, lower case.
 func newUUIDv4() string {
 	var b [16]byte

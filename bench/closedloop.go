@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"masterorder/orders/backoff"
 )
 
 // The closed loop (`masterorder bench --closed-loop`) measures throughput
@@ -163,7 +165,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	stopSampling := cl.sampleUsage(runCtx)
 
 	var winStart, winEnd time.Time
-	if sleepCtx(ctx, cfg.Warmup) {
+	if backoff.Sleep(ctx, cfg.Warmup) {
 		for _, u := range cl.usage {
 			u.begin()
 		}
@@ -172,7 +174,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		if cfg.CPUProfileDir != "" {
 			rep.Profiles = cl.profile(ctx, cfg.Duration)
 		} else {
-			sleepCtx(ctx, cfg.Duration)
+			backoff.Sleep(ctx, cfg.Duration)
 		}
 		cl.measuring.Store(false)
 		winEnd = time.Now()
@@ -291,7 +293,7 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 			if counted {
 				cl.rejectCL("NETWORK_ERROR")
 			}
-			sleepCtx(ctx, 50*time.Millisecond)
+			backoff.Sleep(ctx, 50*time.Millisecond)
 			continue
 		}
 		if res.status != http.StatusOK {
@@ -299,7 +301,7 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 				cl.rejectCL(res.reasonOrStatus())
 			}
 			if res.status >= 500 {
-				sleepCtx(ctx, waitFor(res, 50*time.Millisecond))
+				backoff.Sleep(ctx, waitFor(res, 50*time.Millisecond))
 			}
 			continue
 		}
@@ -375,7 +377,7 @@ func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
 	secs := min(max(1, int(d.Round(time.Second)/time.Second)), 25)
 	if err := os.MkdirAll(cl.cfg.CPUProfileDir, 0o755); err != nil {
 		cl.note("--cpuprofile: " + err.Error())
-		sleepCtx(ctx, d)
+		backoff.Sleep(ctx, d)
 		return nil
 	}
 	var mu sync.Mutex
@@ -419,7 +421,7 @@ func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
 		})
 	}
 	// The window is the profile's length even if a node did not answer.
-	sleepCtx(ctx, d)
+	backoff.Sleep(ctx, d)
 	wg.Wait()
 	slices.Sort(files)
 	return files

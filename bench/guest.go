@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"masterorder/orders/backoff"
 )
 
 const (
@@ -252,7 +254,7 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 				reason = "NETWORK_ERROR"
 			}
 			shift++
-			if !sleepCtx(ctx, backoff(attempt)) {
+			if !backoff.Sleep(ctx, resendPause(attempt)) {
 				return false, "CANCELLED"
 			}
 			continue
@@ -264,7 +266,7 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 				r.problem(fmt.Sprintf("%s answered 200 without an orderId: %.200s", r.urls[node], res.body))
 				reason = "BAD_SUCCESS_BODY"
 				shift++
-				if !sleepCtx(ctx, backoff(attempt)) {
+				if !backoff.Sleep(ctx, resendPause(attempt)) {
 					return false, "CANCELLED"
 				}
 				continue
@@ -295,7 +297,7 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 			// 503 (no quorum, catalog not ready…) or a node in trouble:
 			// the next node, after Retry-After.
 			shift++
-			if !sleepCtx(ctx, waitFor(res, backoff(attempt))) {
+			if !backoff.Sleep(ctx, waitFor(res, resendPause(attempt))) {
 				return false, "CANCELLED"
 			}
 		case res.status == http.StatusTooManyRequests && res.reason == reasonCooldown:
@@ -304,11 +306,11 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 				for old := r.cooldownHint.Load(); hint > old && !r.cooldownHint.CompareAndSwap(old, hint); old = r.cooldownHint.Load() {
 				}
 			}
-			if !sleepCtx(ctx, waitFor(res, time.Second)) {
+			if !backoff.Sleep(ctx, waitFor(res, time.Second)) {
 				return false, "CANCELLED"
 			}
 		case res.status == http.StatusConflict && (res.reason == reasonOrderInProgress || res.reason == reasonSessionBusy):
-			if !sleepCtx(ctx, waitFor(res, time.Second)) {
+			if !backoff.Sleep(ctx, waitFor(res, time.Second)) {
 				return false, "CANCELLED"
 			}
 		case res.status == http.StatusConflict && (res.reason == reasonDuplicateKey || res.reason == reasonDuplicatePayload):
@@ -334,7 +336,7 @@ func (r *runner) reconcile(ctx context.Context, g *guest, t *table, node int, ke
 	q := url.Values{"limit": {"20"}, "requestId": {key}}
 	path := "/api/guest/sessions/" + url.PathEscape(t.sessionID) + "/orders?" + q.Encode()
 	for attempt := 1; attempt <= reconcilePolls; attempt++ {
-		if !sleepCtx(ctx, time.Duration(attempt)*reconcileStep) {
+		if !backoff.Sleep(ctx, time.Duration(attempt)*reconcileStep) {
 			return 0, "", false
 		}
 		res, err := do(ctx, r.client, r.timeout, http.MethodGet, r.urls[node]+path, r.guestHeader(t, g.clientID), nil, false)
@@ -369,9 +371,9 @@ func waitFor(res *response, def time.Duration) time.Duration {
 	return min(max(res.retryAfter, 50*time.Millisecond), maxWait)
 }
 
-// backoff is the pause before resending after a network error: growing,
+// resendPause is the pause before resending after a network error: growing,
 // capped, jittered.
-func backoff(attempt int) time.Duration {
+func resendPause(attempt int) time.Duration {
 	d := min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second)
 	return d/2 + rand.N(d/2+1)
 }

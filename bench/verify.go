@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"masterorder/orders/backoff"
 )
 
 // sessionView is one session's history as one node returned it.
@@ -39,7 +41,7 @@ func (r *runner) verify(ctx context.Context) *verifyResult {
 	deadline := time.Now().Add(r.verifySettle)
 	for {
 		v := r.check(r.readAll(ctx))
-		if v.settled() || time.Now().After(deadline) || !sleepCtx(ctx, 500*time.Millisecond) {
+		if v.settled() || time.Now().After(deadline) || !backoff.Sleep(ctx, 500*time.Millisecond) {
 			return v
 		}
 	}
@@ -70,7 +72,7 @@ func (r *runner) readSession(ctx context.Context, node int, t *table) sessionVie
 	path := fmt.Sprintf("/api/guest/sessions/%s/orders?limit=%d", url.PathEscape(t.sessionID), historyLimit)
 	var last error
 	for attempt := range 3 {
-		if attempt > 0 && !sleepCtx(ctx, time.Duration(attempt)*300*time.Millisecond) {
+		if attempt > 0 && !backoff.Sleep(ctx, time.Duration(attempt)*300*time.Millisecond) {
 			break
 		}
 		res, err := do(ctx, r.client, r.timeout, http.MethodGet, r.urls[node]+path, r.guestHeader(t, r.verifyClientID), nil, false)

@@ -25,8 +25,12 @@ func Full(failures int, first, most time.Duration) time.Duration {
 	return time.Duration(rand.Int64N(int64(ceil))) + 1
 }
 
-// Sleep waits d, or until ctx ends: false when ctx ended first.
+// Sleep waits d, or until ctx ends: false when ctx ended first (or had
+// already ended, whatever d).
 func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -40,3 +40,20 @@ func TestSleepEndsWithContext(t *testing.T) {
 		t.Error("Sleep with a cancelled context answered true")
 	}
 }
+
+// TestSleepNoneAnswersTheContext: a wait of zero or less does not wait and
+// still says whether ctx has ended (the bench's pauses rely on it).
+func TestSleepNoneAnswersTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, d := range []time.Duration{0, -time.Second} {
+		if !Sleep(ctx, d) {
+			t.Errorf("Sleep(%v) with a live context answered false", d)
+		}
+	}
+	cancel()
+	for i := 0; i < 100; i++ { // a zero timer and a closed Done must not race
+		if Sleep(ctx, 0) {
+			t.Fatal("Sleep(0) with a cancelled context answered true")
+		}
+	}
+}
