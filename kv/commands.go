@@ -196,10 +196,7 @@ func (c Client) Unlock(ctx context.Context, key, token string) (bool, error) {
 func (c Client) Get(key string) (Entry, bool, error) {
 	var e Entry
 	var ok bool
-	err := c.V.View(func(tx *bolt.Tx) error {
-		e, ok = NewTx(tx, c.V.FSMNow(), 0).Get(key)
-		return nil
-	})
+	err := c.Read(func(tx *Tx) { e, ok = tx.Get(key) })
 	return e, ok, err
 }
 

@@ -239,17 +239,7 @@ func queueTickets(ctx *raftfsm.ApplyContext, o store.Order, kind string) (int, e
 			if !slices.Contains(p.Stations, stationOf(it)) {
 				continue
 			}
-			l := escpos.Line{Name: it.Name, Quantity: it.Quantity}
-			for _, t := range it.Toppings {
-				l.Toppings = append(l.Toppings, t.Name)
-			}
-			for _, o := range it.Options {
-				l.Options = append(l.Options, o.Name)
-			}
-			if it.Note != nil {
-				l.Note = *it.Note
-			}
-			doc.Lines = append(doc.Lines, l)
+			doc.Lines = append(doc.Lines, printedLine(it))
 		}
 		if len(doc.Lines) == 0 {
 			continue
@@ -260,6 +250,22 @@ func queueTickets(ctx *raftfsm.ApplyContext, o store.Order, kind string) (int, e
 		n++
 	}
 	return n, nil
+}
+
+// printedLine is an order line as a ticket prints it: name, quantity, the
+// chosen options' and toppings' names, the guest's note.
+func printedLine(it store.OrderItem) escpos.Line {
+	l := escpos.Line{Name: it.Name, Quantity: it.Quantity}
+	for _, t := range it.Toppings {
+		l.Toppings = append(l.Toppings, t.Name)
+	}
+	for _, o := range it.Options {
+		l.Options = append(l.Options, o.Name)
+	}
+	if it.Note != nil {
+		l.Note = *it.Note
+	}
+	return l
 }
 
 // orderTimeMs is when o was placed, from its stored timestamp.
@@ -289,12 +295,8 @@ func queueReceipts(ctx *raftfsm.ApplyContext, st checkoutState, payment string) 
 			if ctx.Version >= 3 {
 				// What the line's price is made of: a bill of "ramen ×1
 				// 1,370円" alone does not show the extras it charged.
-				for _, op := range it.Options {
-					l.Options = append(l.Options, op.Name)
-				}
-				for _, t := range it.Toppings {
-					l.Toppings = append(l.Toppings, t.Name)
-				}
+				full := printedLine(it)
+				l.Options, l.Toppings = full.Options, full.Toppings
 			}
 			doc.Lines = append(doc.Lines, l)
 		}
