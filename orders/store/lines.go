@@ -164,30 +164,25 @@ func upsertMenuLines(tx DB, m MenuItem) error {
 
 // NextTicketNo hands out the next ticket number of the business day that
 // began after the newest day close (its Raft index; 0: none yet): 1, 2,
-// 3 … counted in ticket_counter's one row. Two statements per order (one
-// read of the counter and the close, one write), leaving the same row a
-// read, DELETE and INSERT of it left before.
+// 3 … counted in ticket_counter's one row. One statement per order: SET
+// reads the row's old values, so the CASE sees the day the last number
+// was given in. Only the first order ever finds no row and inserts it.
 func NextTicketNo(tx DB) (int64, error) {
-	var dayFrom int64
-	var from, last sql.NullInt64
-	err := tx.QueryRow(`SELECT (SELECT COALESCE(MAX(closed_index), 0) FROM day_closes),
-		(SELECT day_from FROM ticket_counter), (SELECT last_no FROM ticket_counter)`).Scan(&dayFrom, &from, &last)
-	if err != nil {
-		return 0, fmt.Errorf("read ticket counter: %w", err)
+	const dayFrom = `(SELECT COALESCE(MAX(closed_index), 0) FROM day_closes)`
+	var next int64
+	err := tx.QueryRow(`UPDATE ticket_counter SET
+		last_no = CASE WHEN day_from = ` + dayFrom + ` THEN last_no + 1 ELSE 1 END,
+		day_from = ` + dayFrom + ` RETURNING last_no`).Scan(&next)
+	if err == nil {
+		return next, nil
 	}
-	next := int64(1)
-	if from.Valid && from.Int64 == dayFrom {
-		next = last.Int64 + 1
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("advance ticket counter: %w", err)
 	}
-	if from.Valid {
-		_, err = tx.Exec(`UPDATE ticket_counter SET day_from = ?, last_no = ?`, dayFrom, next)
-	} else {
-		_, err = tx.Exec(`INSERT INTO ticket_counter(day_from, last_no) VALUES (?,?)`, dayFrom, next)
+	if _, err := tx.Exec(`INSERT INTO ticket_counter(day_from, last_no) SELECT ` + dayFrom + `, 1`); err != nil {
+		return 0, fmt.Errorf("start ticket counter: %w", err)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("write ticket counter: %w", err)
-	}
-	return next, nil
+	return 1, nil
 }
 
 // SetOrderBumped records the stations that bumped an order (sorted).

@@ -81,7 +81,7 @@ func oldNextTicketNo(tx DB) (int64, error) {
 	return next, err
 }
 
-// The two-statement ticket counter hands out the numbers the old four
+// The one-statement ticket counter hands out the numbers the old four
 // statements did and leaves the same row (rowid included), across day
 // closes, closes at a lower index than an earlier one (a restored backup
 // in a new cluster) and the very first ticket.
