@@ -237,6 +237,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	if err != nil {
 		return s.failErr(c, err)
 	}
+	r.Field = guestLineField(r.Field, lines, req.Items)
 	return s.respond(c, r)
 }
 

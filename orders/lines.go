@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -191,6 +193,29 @@ func cartOptionsField(menu map[string]store.MenuItem, lines []admission.Line) st
 		}
 	}
 	return ""
+}
+
+// guestLineField renumbers a field Apply named (items[k]…, k a line of
+// the normalized cart) by the guest's own lines: the first line as sent
+// that went into line k. Apply judges options only when this node's
+// catalog did not see the problem, i.e. the menu changed a moment ago.
+func guestLineField(field string, lines, asSent []admission.Line) string {
+	rest, ok := strings.CutPrefix(field, "items[")
+	end := strings.IndexByte(rest, ']')
+	if !ok || end < 0 {
+		return field
+	}
+	k, err := strconv.Atoi(rest[:end])
+	if err != nil || k < 0 || k >= len(lines) {
+		return field
+	}
+	key := admission.LineKey(lines[k])
+	for j, l := range asSent {
+		if admission.LineKey(l) == key {
+			return fmt.Sprintf("items[%d%s", j, rest[end:])
+		}
+	}
+	return field
 }
 
 // addLineExtras puts station, priced options (in the menu's order) and

@@ -162,11 +162,7 @@ func Normalize(items []Line) []Line {
 	merged := map[string]*Line{}
 	var keys []string
 	for _, l := range items {
-		tops := append([]string(nil), l.Toppings...)
-		sort.Strings(tops)
-		tops = dedupe(tops)
-		opts, note := normalExtras(l)
-		key := l.MenuID + "\x00" + strings.Join(tops, "\x00") + extrasKey(opts, note)
+		key, tops, opts, note := normalLine(l)
 		if m, ok := merged[key]; ok {
 			m.Quantity += l.Quantity
 			continue
@@ -180,6 +176,23 @@ func Normalize(items []Line) []Line {
 		out = append(out, *merged[k])
 	}
 	return out
+}
+
+// LineKey is the key Normalize merges a line under: a line as the guest
+// sent it and the normalized line it went into have the same key.
+func LineKey(l Line) string {
+	key, _, _, _ := normalLine(l)
+	return key
+}
+
+// normalLine is a line's toppings, options and note in canonical form, and
+// the key of all of them with its item.
+func normalLine(l Line) (key string, tops []string, opts map[string][]string, note string) {
+	tops = append([]string(nil), l.Toppings...)
+	sort.Strings(tops)
+	tops = dedupe(tops)
+	opts, note = normalExtras(l)
+	return l.MenuID + "\x00" + strings.Join(tops, "\x00") + extrasKey(opts, note), tops, opts, note
 }
 
 func dedupe(sorted []string) []string {
