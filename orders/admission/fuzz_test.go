@@ -115,6 +115,19 @@ func FuzzNormalizeFingerprint(f *testing.F) {
 		if again := Normalize(norm); !equalLines(again, norm) {
 			t.Fatalf("normalize is not idempotent: %v vs %v", norm, again)
 		}
+		// Every line as sent has the key of exactly one normalized line
+		// (a refusal's field is renumbered by it, orders/lines.go).
+		for i, l := range lines {
+			n := 0
+			for _, m := range norm {
+				if LineKey(m) == LineKey(l) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("line %d %v has the key of %d normalized lines: %v", i, l, n, norm)
+			}
+		}
 		total := func(ls []Line) map[string]int {
 			m := map[string]int{}
 			for _, l := range ls {
