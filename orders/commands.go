@@ -42,12 +42,14 @@ const (
 //
 // Version 3 of placeOrder: lines carry options and a note, orders a
 // station per line and a ticket number (lines.go). Version 4: the same
-// command and its cached result in binary (placecodec.go).
+// command and its cached result in binary (placecodec.go). Version 5: the
+// same command; the admitted order's row holds its key's result and its
+// cart's window, which were two KV keys (place.go, store/replay.go).
 //
 // Version 3 of checkout: the receipt's lines name their options and
 // toppings (printing.go).
 var commandVersions = map[raftfsm.CommandType]uint8{
-	CmdSetStock: 2, CmdPlaceOrder: 4, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
+	CmdSetStock: 2, CmdPlaceOrder: 5, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 	CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 2, CmdReprint: 2,
 	CmdUpsertMenu: 2, // the item's words (content patch, content.go)
 }

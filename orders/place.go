@@ -67,6 +67,11 @@ type cachedResult struct {
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
+// placeRowReplayVersion is the first placeOrder version whose order keeps
+// what a resend replays in its own row (store/replay.go) instead of two KV
+// keys, the key's cached result and the cart's payload window.
+const placeRowReplayVersion = 5
+
 // placeOrderWith is the placeOrder handler pricing with cat, this node's
 // menu cache.
 func placeOrderWith(cat *catalog) applyFunc[placeOrderCmd] {
@@ -101,6 +106,9 @@ type placement struct {
 	audit store.Audit // the row every outcome writes
 	table string      // the session's table, set by checkSession
 	menuV int64       // the catalog version, read by checkSession
+	// replays is what the session's rows replay it by (rowReplays), read
+	// once: nothing between rows 5 and 11 writes an order.
+	replays *store.Replays
 }
 
 func (p *placement) guest() bool { return p.c.Source == "guest" }
@@ -172,13 +180,48 @@ func (p *placement) replayKnownKey() ([]byte, error) {
 	}
 	if e, live := p.tx.Get(keyIdem(c.SessionID, c.RequestID)); live {
 		if r, good := decodeCached(e.Value); good {
-			if r.Fingerprint != c.Fingerprint {
-				return p.rejected(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0, nil)
-			}
-			return p.replayed(r, "IDEMPOTENT_REPLAY")
+			return p.replayKey(r)
 		}
 	}
-	return nil, nil
+	// An order of version 5 or later keeps its key in its row.
+	rows, err := p.rowReplays()
+	if err != nil || !rows.KeyFound {
+		return nil, err
+	}
+	return p.replayKey(rowCached(rows.Key))
+}
+
+// rowReplays is what the session's order rows replay this command by, by
+// its key and by its cart: one lookup serves rows 5 and 11.
+func (p *placement) rowReplays() (store.Replays, error) {
+	if p.replays == nil {
+		fp := ""
+		if p.guest() && !p.c.AllowRepeat {
+			fp = p.c.Fingerprint // only a guest's cart has a window (row 11)
+		}
+		r, err := store.FindReplays(p.ctx.DB, p.c.SessionID, p.c.RequestID, fp, p.ctx.Now)
+		if err != nil {
+			return r, err
+		}
+		p.replays = &r
+	}
+	return *p.replays, nil
+}
+
+// replayKey answers a resend of a known key: its result, unless the key
+// came back with another cart.
+func (p *placement) replayKey(r cachedResult) ([]byte, error) {
+	if r.Fingerprint != p.c.Fingerprint {
+		return p.rejected(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0, nil)
+	}
+	return p.replayed(r, "IDEMPOTENT_REPLAY")
+}
+
+// rowCached is the result an order's row replays (store.KeyReplay and
+// CartReplay): what admit would have cached for it.
+func rowCached(r store.Replayed) cachedResult {
+	return cachedResult{Fingerprint: r.Fingerprint, Attempt: r.Attempt, Body: successBody{RequestID: r.RequestID, Allowed: true,
+		OrderID: r.OrderID, Status: store.StatusAccepted, TotalPrice: r.TotalPrice, TicketNo: r.TicketNo}}
 }
 
 // checkWindows is rows 8–11: cooldown, session lock, burst and the same
@@ -217,16 +260,29 @@ func (p *placement) checkWindows() ([]byte, error) {
 		if !good {
 			return p.rejected(http.StatusConflict, "DUPLICATE_PAYLOAD", e.ExpiresAt-now, nil)
 		}
-		// Remember the new key too: a resend of it after the window
-		// must still replay, never become a second order.
-		if c.RequestID != "" {
-			if err := tx.Put(keyIdem(c.SessionID, c.RequestID), encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}, p.ctx.Version), msDuration(c.Windows.IdempotencyMs)); err != nil {
-				return nil, err
-			}
-		}
-		return p.replayed(r, "PAYLOAD_REPLAY")
+		return p.replayCart(r)
 	}
-	return nil, nil
+	// An order of version 5 or later keeps its cart's window in its row.
+	rows, err := p.rowReplays()
+	if err != nil || !rows.CartFound {
+		return nil, err
+	}
+	return p.replayCart(rowCached(rows.Cart))
+}
+
+// replayCart answers the same cart under a new key with the order it
+// already made (row 11).
+func (p *placement) replayCart(r cachedResult) ([]byte, error) {
+	c := p.c
+	// Remember the new key too: a resend of it after the window must
+	// still replay, never become a second order. No order's row holds
+	// this key, so it is a KV key in every version.
+	if c.RequestID != "" {
+		if err := p.tx.Put(keyIdem(c.SessionID, c.RequestID), encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}, p.ctx.Version), msDuration(c.Windows.IdempotencyMs)); err != nil {
+			return nil, err
+		}
+	}
+	return p.replayed(r, "PAYLOAD_REPLAY")
 }
 
 // pricedCart is an order's lines as priced at this index.
@@ -309,20 +365,30 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	order := store.Order{Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.table,
 		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
 		TicketNo: ticketNo, Bumped: []string{}}
-	orderID, err := insertOrder(ctx, order, c.CandidateID)
+	// Version 5 keeps the key's result and the cart's window in the row;
+	// older versions wrote them as KV keys, and are applied as they were.
+	inRow := ctx.Version >= placeRowReplayVersion
+	var replay store.OrderReplay
+	if inRow {
+		replay = p.orderReplay()
+	}
+	orderID, err := insertOrder(ctx, order, c.CandidateID, replay)
 	if err != nil {
 		return nil, err
 	}
 	order.OrderID = orderID
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
-	cached := encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt}, ctx.Version)
-	if c.RequestID != "" {
-		if err := tx.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
-			return nil, err
+	var cached []byte
+	if !inRow {
+		cached = encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt}, ctx.Version)
+		if c.RequestID != "" {
+			if err := tx.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if p.guest() {
-		if err := p.startWindows(cached); err != nil {
+		if err := p.startWindows(cached, !inRow); err != nil {
 			return nil, err
 		}
 	}
@@ -342,11 +408,37 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	return p.answer(body, false)
 }
 
-// startWindows opens a guest's payload window, cooldown and burst window
-// after a success (rows 11, 8 and 10 of the next order).
-func (p *placement) startWindows(cached []byte) error {
+// orderReplay is what an admitted order's row is replayed by (version 5):
+// until when its key and its cart answer with it, judged as the KV judged
+// the keys it replaces (kvUntil).
+func (p *placement) orderReplay() store.OrderReplay {
+	c, now := p.c, p.ctx.Now
+	r := store.OrderReplay{Fingerprint: c.Fingerprint, Attempt: c.Attempt}
+	if c.RequestID != "" {
+		r.KeyUntil = kvUntil(now, c.Windows.IdempotencyMs)
+	}
+	if p.guest() && c.Windows.PayloadMs > 0 {
+		r.CartUntil = kvUntil(now, c.Windows.PayloadMs)
+	}
+	return r
+}
+
+// kvUntil is when a key put at now with a TTL of ms lapses, as kv.Tx.Put
+// decides it: a TTL that is not positive as a duration never lapses.
+func kvUntil(now, ms int64) int64 {
+	ttl := msDuration(ms)
+	if ttl <= 0 {
+		return store.Forever
+	}
+	return now + ttl.Milliseconds()
+}
+
+// startWindows opens a guest's cooldown and burst window after a success
+// (rows 8 and 10 of the next order) and, when payload is set, the cart's
+// window as a KV key (row 11; version 5 keeps it in the order's row).
+func (p *placement) startWindows(cached []byte, payload bool) error {
 	c, tx := p.c, p.tx
-	if c.Windows.PayloadMs > 0 {
+	if payload && c.Windows.PayloadMs > 0 {
 		if err := tx.Put(keyPayload(c.SessionID, c.Fingerprint), cached, msDuration(c.Windows.PayloadMs)); err != nil {
 			return err
 		}
@@ -401,7 +493,7 @@ func mustJSON(v any) []byte {
 
 // insertOrder saves o under the proposer's random candidate id; on a
 // collision it walks to the next free id, the same way on every node.
-func insertOrder(ctx *raftfsm.ApplyContext, o store.Order, candidate int64) (int64, error) {
+func insertOrder(ctx *raftfsm.ApplyContext, o store.Order, candidate int64, replay store.OrderReplay) (int64, error) {
 	const max = 1<<31 - 1
 	id := candidate
 	if id < 1 || id > max {
@@ -409,7 +501,7 @@ func insertOrder(ctx *raftfsm.ApplyContext, o store.Order, candidate int64) (int
 	}
 	for i := 0; i < 1_000_000; i++ {
 		o.OrderID = id
-		inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime)
+		inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime, replay)
 		if err != nil {
 			return 0, err
 		}

@@ -59,24 +59,38 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		return Result{Status: status, Reason: reason, RetryAfterMs: waitMs}, true, func() {}
 	}
 	// The key and the windows in one read of the replica.
-	var e kv.Entry
-	var live bool
+	var cached cachedResult
+	var known, good bool
 	var status int
 	var reason string
-	var wait int64
+	var wait, now int64
 	err := kvc.Read(func(tx *kv.Tx) {
-		if e, live = tx.Get(keyIdem(cmd.SessionID, cmd.RequestID)); !live {
-			status, reason, wait = windowRefusal(tx, cmd)
+		now = tx.Now()
+		if e, live := tx.Get(keyIdem(cmd.SessionID, cmd.RequestID)); live {
+			known = true
+			cached, good = decodeCached(e.Value)
+			return
 		}
+		status, reason, wait = windowRefusal(tx, cmd)
 	})
+	if err == nil && !known {
+		// An order of version 5 or later keeps its key in its row.
+		var row store.Replayed
+		err = s.query(func(db store.DB) error {
+			var err error
+			row, known, err = store.KeyReplay(db, cmd.SessionID, cmd.RequestID, now)
+			return err
+		})
+		cached, good = rowCached(row), known
+	}
 	// Rows 5–6 first: a key whose result is committed replays it (or is a
 	// reuse with another cart) — never a window's refusal.
-	if err == nil && live {
-		if r, good := decodeCached(e.Value); good {
-			if r.Fingerprint != cmd.Fingerprint {
+	if err == nil && known {
+		if good {
+			if cached.Fingerprint != cmd.Fingerprint {
 				return reject(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0)
 			}
-			body := r.Body
+			body := cached.Body
 			body.IdempotentReplay = true
 			b, err := json.Marshal(body)
 			if err == nil {

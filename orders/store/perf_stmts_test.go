@@ -379,7 +379,7 @@ func TestInsertOrderRefusesTakenIDs(t *testing.T) {
 		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, int64(77), int64(77), o.RequestID, o.ClientID, o.Source, o.TicketNo); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := InsertOrder(newTx, o, 77); err != nil || !ok {
+	if ok, err := InsertOrder(newTx, o, 77, OrderReplay{}); err != nil || !ok {
 		t.Fatalf("first insert: %v %v", ok, err)
 	}
 	want := tableRows(t, oldTx, "orders")
@@ -388,21 +388,21 @@ func TestInsertOrderRefusesTakenIDs(t *testing.T) {
 	}
 	again := o
 	again.Seq, again.SessionID = 41, "S2"
-	if ok, err := InsertOrder(newTx, again, 78); err != nil || ok {
+	if ok, err := InsertOrder(newTx, again, 78, OrderReplay{}); err != nil || ok {
 		t.Fatalf("taken live id: inserted %v %v", ok, err)
 	}
 	if _, err := newTx.Exec(`INSERT INTO orders_archive(` + orderCols + `, archived_at) VALUES (7, 1, 'S0', 'T0', 'SERVED', '[]', 0, 0, 0, NULL, NULL, 'guest', 0)`); err != nil {
 		t.Fatal(err)
 	}
 	again.OrderID = 7
-	if ok, err := InsertOrder(newTx, again, 78); err != nil || ok {
+	if ok, err := InsertOrder(newTx, again, 78, OrderReplay{}); err != nil || ok {
 		t.Fatalf("taken archived id: inserted %v %v", ok, err)
 	}
 	if got := tableRows(t, newTx, "orders"); got != want {
 		t.Fatalf("a refused insert wrote: orders\n%s", got)
 	}
 	again.OrderID = 8
-	if ok, err := InsertOrder(newTx, again, 78); err != nil || !ok {
+	if ok, err := InsertOrder(newTx, again, 78, OrderReplay{}); err != nil || !ok {
 		t.Fatalf("free id: inserted %v %v", ok, err)
 	}
 }
@@ -450,7 +450,7 @@ func BenchmarkOrderInsert(b *testing.B) {
 				if _, err := tx.Exec(`INSERT INTO orders_archive(`+orderCols+`, archived_at) VALUES (?, 1, 'S0', 'T0', 'SERVED', '[]', 0, 0, 0, NULL, NULL, 'guest', 0)`, 2*i+1); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := InsertOrder(tx, Order{OrderID: int64(2*i + 2), SessionID: "S0", TableID: "T0", Status: StatusAccepted, Source: "guest"}, 0); err != nil {
+				if _, err := InsertOrder(tx, Order{OrderID: int64(2*i + 2), SessionID: "S0", TableID: "T0", Status: StatusAccepted, Source: "guest"}, 0, OrderReplay{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -462,7 +462,7 @@ func BenchmarkOrderInsert(b *testing.B) {
 				id++
 				o.OrderID, o.Seq = id, id
 				if name == "after" {
-					if ok, err := InsertOrder(q, o, 0); err != nil || !ok {
+					if ok, err := InsertOrder(q, o, 0, OrderReplay{}); err != nil || !ok {
 						b.Fatal(ok, err)
 					}
 					continue

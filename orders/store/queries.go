@@ -387,8 +387,9 @@ func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
 // InsertOrder stores a new order under o.OrderID unless that id is taken
 // (live or archived): inserted is false then, and nothing was written.
 // One statement checks and inserts (the check was a statement of its
-// own). createdAt is the leader's wall clock.
-func InsertOrder(tx DB, o Order, createdAt int64) (inserted bool, err error) {
+// own). createdAt is the leader's wall clock; r is what a resend replays
+// it by (the zero OrderReplay for none, replay.go).
+func InsertOrder(tx DB, o Order, createdAt int64, r OrderReplay) (inserted bool, err error) {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
 		return false, fmt.Errorf("encode order items: %w", err)
@@ -397,9 +398,14 @@ func InsertOrder(tx DB, o Order, createdAt int64) (inserted bool, err error) {
 	if o.ClientID != "" {
 		client = o.ClientID
 	}
-	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13
+	var fp, attempt any
+	if r != (OrderReplay{}) {
+		fp, attempt = r.Fingerprint, r.Attempt
+	}
+	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no, fingerprint, attempt, key_until, cart_until) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17
 		WHERE NOT EXISTS (SELECT 1 FROM orders_archive WHERE order_id = ?1) ON CONFLICT(order_id) DO NOTHING`,
-		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo)
+		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo,
+		fp, attempt, nullIfZero(r.KeyUntil), nullIfZero(r.CartUntil))
 	if err != nil {
 		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
 	}

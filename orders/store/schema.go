@@ -181,6 +181,9 @@ var migrations = []string{
 	// scan of every close ever made, a year of them costing more than
 	// the rest of the order's Apply.
 	migrationDayCloseIndex,
+	// 11: performance (issue 19): an order's replay windows in its row
+	// (replay.go).
+	migrationReplayColumns,
 }
 
 // SchemaVersion is the version this build migrates to.
