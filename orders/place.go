@@ -217,8 +217,8 @@ func (p *placement) replayKey(r cachedResult) ([]byte, error) {
 	return p.replayed(r, "IDEMPOTENT_REPLAY")
 }
 
-// rowCached is the result an order's row replays (store.KeyReplay and
-// CartReplay): what admit would have cached for it.
+// rowCached is the result an order's row replays (store.FindReplays):
+// what admit would have cached for it.
 func rowCached(r store.Replayed) cachedResult {
 	return cachedResult{Fingerprint: r.Fingerprint, Attempt: r.Attempt, Body: successBody{RequestID: r.RequestID, Allowed: true,
 		OrderID: r.OrderID, Status: store.StatusAccepted, TotalPrice: r.TotalPrice, TicketNo: r.TicketNo}}
