@@ -47,27 +47,11 @@ func FSMTables(t *testing.T, f *raftfsm.FSM) map[string][]string {
 		}
 		rows.Close()
 		for _, name := range names {
-			rs, err := db.Query(`SELECT * FROM "` + name + `" ORDER BY rowid`)
+			rows, err := rowsText(db, `SELECT * FROM "`+name+`" ORDER BY rowid`)
 			if err != nil {
 				return err
 			}
-			cols, _ := rs.Columns()
-			for rs.Next() {
-				vals := make([]any, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				if err := rs.Scan(ptrs...); err != nil {
-					rs.Close()
-					return err
-				}
-				out[name] = append(out[name], fmt.Sprintf("%v", vals))
-			}
-			rs.Close()
-			if _, ok := out[name]; !ok {
-				out[name] = nil
-			}
+			out[name] = rows
 		}
 		return nil
 	})
@@ -75,4 +59,31 @@ func FSMTables(t *testing.T, f *raftfsm.FSM) map[string][]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// rowsText is every row query answers, each as fmt's %v of its values
+// (nil for none).
+func rowsText(db *sql.DB, query string) ([]string, error) {
+	rs, err := db.Query(query)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	cols, err := rs.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rs.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprintf("%v", vals))
+	}
+	return out, rs.Err()
 }

@@ -388,7 +388,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 		}
 	}
 	if p.guest() {
-		if err := p.startWindows(cached, !inRow); err != nil {
+		if err := p.startWindows(cached); err != nil {
 			return nil, err
 		}
 	}
@@ -434,11 +434,12 @@ func kvUntil(now, ms int64) int64 {
 }
 
 // startWindows opens a guest's cooldown and burst window after a success
-// (rows 8 and 10 of the next order) and, when payload is set, the cart's
-// window as a KV key (row 11; version 5 keeps it in the order's row).
-func (p *placement) startWindows(cached []byte, payload bool) error {
+// (rows 8 and 10 of the next order) and, with the cached result of an
+// older version, the cart's window as a KV key (row 11; version 5 keeps
+// it in the order's row and caches nothing).
+func (p *placement) startWindows(cached []byte) error {
 	c, tx := p.c, p.tx
-	if payload && c.Windows.PayloadMs > 0 {
+	if cached != nil && c.Windows.PayloadMs > 0 {
 		if err := tx.Put(keyPayload(c.SessionID, c.Fingerprint), cached, msDuration(c.Windows.PayloadMs)); err != nil {
 			return err
 		}

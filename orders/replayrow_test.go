@@ -3,7 +3,6 @@ package orders
 import (
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,26 +20,10 @@ func tablesBesideReplay(t *testing.T, r *rv) map[string][]string {
 	t.Helper()
 	tables := FSMTables(t, r.f)
 	var orders []string
-	r.query(func(db *sql.DB) error {
-		rows, err := db.Query(`SELECT order_id, seq, session_id, table_id, status, items, total_price, created_at, updated_at,
+	r.query(func(db *sql.DB) (err error) {
+		orders, err = rowsText(db, `SELECT order_id, seq, session_id, table_id, status, items, total_price, created_at, updated_at,
 			request_id, client_id, source, ticket_no, bumped FROM orders ORDER BY rowid`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				return err
-			}
-			orders = append(orders, fmt.Sprintf("%v", vals))
-		}
-		return rows.Err()
+		return err
 	})
 	tables["orders"] = orders
 	return tables

@@ -56,8 +56,10 @@ type Replays struct {
 }
 
 // findReplaysQuery reads a session's orders newest first on
-// orders_session, keeping those a resend's key or cart may replay.
-const findReplaysQuery = `SELECT order_id, request_id, total_price, ticket_no, fingerprint, attempt, key_until > ?4, cart_until > ?4 FROM orders
+// orders_session, keeping those a resend's key or cart replays, and says
+// which of the two each one matched.
+const findReplaysQuery = `SELECT order_id, request_id, total_price, ticket_no, fingerprint, attempt,
+		request_id = ?2 AND key_until > ?4, fingerprint = ?3 AND cart_until > ?4 FROM orders
 	WHERE session_id = ?1 AND ((request_id = ?2 AND key_until > ?4) OR (fingerprint = ?3 AND cart_until > ?4)) ORDER BY seq DESC`
 
 // FindReplays looks up, at FSM time now, the session's order admitted
@@ -74,8 +76,8 @@ func FindReplays(q DB, sessionID, requestID, fingerprint string, now int64) (Rep
 	for rows.Next() && !(out.KeyFound && out.CartFound) {
 		var r Replayed
 		var req, fp, attempt sql.NullString
-		var keyLive, cartLive sql.NullBool
-		if err := rows.Scan(&r.OrderID, &req, &r.TotalPrice, &r.TicketNo, &fp, &attempt, &keyLive, &cartLive); err != nil {
+		var byKey, byCart sql.NullBool
+		if err := rows.Scan(&r.OrderID, &req, &r.TotalPrice, &r.TicketNo, &fp, &attempt, &byKey, &byCart); err != nil {
 			return out, fmt.Errorf("find replays in session %s: %w", sessionID, err)
 		}
 		if req.Valid {
@@ -83,10 +85,10 @@ func FindReplays(q DB, sessionID, requestID, fingerprint string, now int64) (Rep
 			r.RequestID = &s
 		}
 		r.Fingerprint, r.Attempt = fp.String, attempt.String
-		if !out.KeyFound && requestID != "" && req.Valid && req.String == requestID && keyLive.Bool {
+		if !out.KeyFound && byKey.Bool {
 			out.Key, out.KeyFound = r, true
 		}
-		if !out.CartFound && fingerprint != "" && fp.String == fingerprint && cartLive.Bool {
+		if !out.CartFound && byCart.Bool {
 			out.Cart, out.CartFound = r, true
 		}
 	}
