@@ -34,10 +34,24 @@ func selfRSSMiB() float64 {
 
 var benchKey atomic.Int64
 
+// counter is the value of a counter in n's registry (0 when absent).
+func counter(b testing.TB, n *node.Node, name string) float64 {
+	families, err := n.Metrics().Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
 // runSetIfAbsent runs b.N SetIfAbsent calls from callers goroutines through
-// the given nodes (round robin by caller) and reports throughput and
-// latency percentiles.
-func runSetIfAbsent(b *testing.B, nodes []*node.Node, callers int) {
+// the given nodes (round robin by caller) and reports throughput, latency
+// percentiles and how many times the leader wrote its log per call.
+func runSetIfAbsent(b *testing.B, nodes []*node.Node, leader *node.Node, callers int) {
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var failed atomic.Int64
@@ -57,6 +71,7 @@ func runSetIfAbsent(b *testing.B, nodes []*node.Node, callers int) {
 			}
 		}
 	}()
+	writes0 := counter(b, leader, "masterorder_raft_log_writes_total")
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -95,6 +110,7 @@ func runSetIfAbsent(b *testing.B, nodes []*node.Node, callers int) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(peakRSS.Load())/1024, "peak-rss-MiB")
+	b.ReportMetric((counter(b, leader, "masterorder_raft_log_writes_total")-writes0)/float64(b.N), "leader-log-writes/op")
 }
 
 // BenchmarkSetIfAbsent: one SetIfAbsent is one Raft command (fsync'd log
@@ -115,7 +131,7 @@ func BenchmarkSetIfAbsent(b *testing.B) {
 		}
 		for _, callers := range []int{1, 16, 64, 256} {
 			b.Run(fmt.Sprintf("via=%s/callers=%d", via, callers), func(b *testing.B) {
-				runSetIfAbsent(b, nodes, callers)
+				runSetIfAbsent(b, nodes, leader, callers)
 			})
 		}
 	}

@@ -35,6 +35,7 @@ type nodeMetrics struct {
 	proposeRetries prometheus.Counter
 	forwarded      prometheus.Counter
 	peerDials      prometheus.Counter
+	logWrites      prometheus.Counter
 }
 
 func newNodeMetrics(n *Node) *nodeMetrics {
@@ -53,6 +54,11 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 		"Proposals tried again (no leader, leader changed, forward failed).")
 	m.forwarded = f.counter("masterorder_forwarded_proposals_total", "Proposals forwarded to the leader.")
 	m.peerDials = f.counter("masterorder_peer_dials_total", "Connections dialled to other boxes' internal channel (one per peer while in use).")
+	m.logWrites = f.counter("masterorder_raft_log_writes_total",
+		"Writes of this node's Raft log, each a bbolt commit with fsync: what wears the box's SD card.")
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "masterorder_raft_held_proposals_total",
+		Help: "Proposals the leader held for a moment so they share one log write with others in flight (commitdelay.go)."},
+		func() float64 { return float64(n.commitDelay.held.Load()) }))
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -164,6 +170,23 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.voters, float64(voters))
 		g(c.all, float64(len(f.Configuration().Servers)))
 	}
+}
+
+// countedLogStore counts the writes of the Raft log (one bbolt commit and
+// fsync per StoreLog or StoreLogs).
+type countedLogStore struct {
+	raft.LogStore
+	writes prometheus.Counter
+}
+
+func (s countedLogStore) StoreLog(l *raft.Log) error {
+	s.writes.Inc()
+	return s.LogStore.StoreLog(l)
+}
+
+func (s countedLogStore) StoreLogs(logs []*raft.Log) error {
+	s.writes.Inc()
+	return s.LogStore.StoreLogs(logs)
 }
 
 // meteredFSM is what Raft drives: the node's FSM with timings around

@@ -80,9 +80,10 @@ type Node struct {
 	https         *http.Server // nil without https_addr
 	kv            kv.Client
 	clock         leaderClock
-	ready         atomic.Bool // leader: barrier done and clock set
-	steppingDown  atomic.Bool // a halted leader is handing over (stepDownIfHalted)
-	degraded      atomic.Bool // the last ReadLocal found no quorum
+	commitDelay   *commitDelay // leader: proposals gathered into log writes (commitdelay.go)
+	ready         atomic.Bool  // leader: barrier done and clock set
+	steppingDown  atomic.Bool  // a halted leader is handing over (stepDownIfHalted)
+	degraded      atomic.Bool  // the last ReadLocal found no quorum
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
@@ -145,7 +146,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
+	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel, commitDelay: newCommitDelay()}
 	n.kv = kv.Client{P: kvProposer{n}, V: n}
 	// Both ends of every cluster connection check the peer's node id
 	// against the membership and the deny-list (peercheck.go).
@@ -255,8 +256,8 @@ func (n *Node) startRaft(ctx context.Context) error {
 	}
 	rc.NoSnapshotRestoreOnStart = !restore
 
-	logs := raft.LogStore(store)
-	if cache, err := raft.NewLogCache(1024, store); err == nil {
+	logs := raft.LogStore(countedLogStore{LogStore: store, writes: n.metrics.logWrites})
+	if cache, err := raft.NewLogCache(1024, logs); err == nil {
 		logs = cache
 	}
 	r, err := raft.NewRaft(rc, meteredFSM{f: n.fsm, m: n.metrics}, logs, store, snaps, unpipelined{n.trans})

@@ -125,6 +125,7 @@ func (n *Node) commitOnLeader(p Proposal) (out []byte, index uint64, err error) 
 		n.stepDownIfHalted()
 		return nil, 0, fmt.Errorf("%w: %v", errRetry, err)
 	}
+	defer n.commitDelay.enter()()
 	stamp, ok := n.clock.stamp()
 	if !ok || !n.ready.Load() {
 		return nil, 0, fmt.Errorf("%w: leader not ready", errRetry)

@@ -299,6 +299,7 @@ func TestMetrics(t *testing.T) {
 		`masterorder_cloudsync_online`:                                                       0,
 		`masterorder_snapshot_persist_seconds_count`:                                         1,
 		`masterorder_propose_retries_total`:                                                  0,
+		`masterorder_raft_held_proposals_total`:                                              0,
 	} {
 		if got := metric(t, text, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
@@ -307,6 +308,7 @@ func TestMetrics(t *testing.T) {
 	for _, series := range []string{"masterorder_raft_term", "masterorder_raft_commit_index", "masterorder_raft_applied_index",
 		"masterorder_raft_last_log_index", "masterorder_fsm_apply_seconds_count", "masterorder_fsm_applied_entries_total",
 		"masterorder_snapshot_size_bytes", "masterorder_forwarded_proposals_total", "process_resident_memory_bytes",
+		"masterorder_raft_log_writes_total",
 		"masterorder_order_request_seconds_sum{outcome=\"admitted\",source=\"guest\"}"} {
 		if got := metric(t, text, series); got <= 0 {
 			t.Errorf("%s = %v, want > 0", series, got)
