@@ -56,9 +56,6 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.peerDials = f.counter("masterorder_peer_dials_total", "Connections dialled to other boxes' internal channel (one per peer while in use).")
 	m.logWrites = f.counter("masterorder_raft_log_writes_total",
 		"Writes of this node's Raft log, each a bbolt commit with fsync: what wears the box's SD card.")
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "masterorder_raft_held_proposals_total",
-		Help: "Proposals the leader held for a moment so they share one log write with others in flight (commitdelay.go)."},
-		func() float64 { return float64(n.commitDelay.held.Load()) }))
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -80,10 +80,9 @@ type Node struct {
 	https         *http.Server // nil without https_addr
 	kv            kv.Client
 	clock         leaderClock
-	commitDelay   *commitDelay // leader: proposals gathered into log writes (commitdelay.go)
-	ready         atomic.Bool  // leader: barrier done and clock set
-	steppingDown  atomic.Bool  // a halted leader is handing over (stepDownIfHalted)
-	degraded      atomic.Bool  // the last ReadLocal found no quorum
+	ready         atomic.Bool // leader: barrier done and clock set
+	steppingDown  atomic.Bool // a halted leader is handing over (stepDownIfHalted)
+	degraded      atomic.Bool // the last ReadLocal found no quorum
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
@@ -146,7 +145,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel, commitDelay: newCommitDelay()}
+	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
 	n.kv = kv.Client{P: kvProposer{n}, V: n}
 	// Both ends of every cluster connection check the peer's node id
 	// against the membership and the deny-list (peercheck.go).

@@ -125,8 +125,6 @@ func (n *Node) commitOnLeader(p Proposal) (out []byte, index uint64, err error) 
 		n.stepDownIfHalted()
 		return nil, 0, fmt.Errorf("%w: %v", errRetry, err)
 	}
-	// Under load, wait a moment to share a log write (commitdelay.go).
-	defer n.commitDelay.enter()()
 	stamp, ok := n.clock.stamp()
 	if !ok || !n.ready.Load() {
 		return nil, 0, fmt.Errorf("%w: leader not ready", errRetry)

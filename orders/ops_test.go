@@ -299,7 +299,6 @@ func TestMetrics(t *testing.T) {
 		`masterorder_cloudsync_online`:                                                       0,
 		`masterorder_snapshot_persist_seconds_count`:                                         1,
 		`masterorder_propose_retries_total`:                                                  0,
-		`masterorder_raft_held_proposals_total`:                                              0,
 	} {
 		if got := metric(t, text, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
