@@ -19,8 +19,9 @@ import (
 // entry: one phone looping fresh keys and client ids would otherwise write
 // to every box's SD card as fast as Raft allows. So before proposing, the
 // handler answers from the local replica what Apply would surely answer
-// (a known key's replay, cooldown, checkout lock, burst), and an in-memory
-// limit per session and per remote address caps what still gets proposed.
+// (a known key's replay once caught up, cooldown, checkout lock, burst),
+// and an in-memory limit per session and per remote address caps what
+// still gets proposed.
 // Apply stays authoritative: anything not answered here is decided there,
 // and a local answer can only be a refusal the guest retries after
 // Retry-After, or the replay of a result already committed.
@@ -86,6 +87,18 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 	// Rows 5–6 first: a key whose result is committed replays it (or is a
 	// reuse with another cart) — never a window's refusal.
 	if err == nil && known {
+		// But row 3 comes before them, and the replica may not have applied
+		// a checkout made through another box a moment ago, after which the
+		// cluster answers every guest call 410. So catch up once (ReadIndex:
+		// a round trip, no log entry) and judge the session again; without
+		// a quorum Apply decides (it answers NO_QUORUM).
+		closed, caughtUp := s.sessionClosedNow(ctx, cmd.SessionID)
+		if !caughtUp {
+			return Result{}, false, func() {}
+		}
+		if closed {
+			return reject(http.StatusGone, "SESSION_CLOSED", 0)
+		}
 		if good {
 			if cached.Fingerprint != cmd.Fingerprint {
 				return reject(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0)
@@ -140,6 +153,22 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 			s.proposals.refund(k, wall)
 		}
 	}
+}
+
+// sessionClosedNow catches the replica up with the leader and reports
+// whether the session is closed by then; caughtUp is false when it could
+// not (no quorum, or the replica did not apply in time).
+func (s *Service) sessionClosedNow(ctx context.Context, sessionID string) (closed, caughtUp bool) {
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.consistent(rctx); err != nil {
+		return false, false
+	}
+	sess, found, err := s.loadSession(sessionID)
+	if err != nil || !found {
+		return false, false
+	}
+	return sess.Status != store.SessionActive, true
 }
 
 // windowRefusal is the first of rows 8–10 the local replica refuses with.
