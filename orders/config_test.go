@@ -3,6 +3,8 @@ package orders
 import (
 	"errors"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,11 +23,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if _, err := ParseConfig([]byte(s)); err == nil {
 		t.Fatal("the example config loads with its placeholder secret and no TLS")
 	}
-	s = strings.Replace(s, `cluster_secret = "change-me-to-a-long-random-string"`, `cluster_secret = "`+strings.Repeat("cd", 16)+`"`, 1)
-	s = strings.Replace(s, `ca_file = ""`, `ca_file = "/etc/masterorder/tls/ca.pem"`, 1)
-	s = strings.Replace(s, `cert_file = ""`, `cert_file = "/etc/masterorder/tls/a.pem"`, 1)
-	s = strings.Replace(s, `key_file = ""`, `key_file = "/etc/masterorder/tls/a-key.pem"`, 1)
-	cfg, err := ParseConfig([]byte(s))
+	cfg, err := ParseConfig([]byte(loadableExample(t)))
 	if err != nil {
 		t.Fatalf("example config: %v", err)
 	}
@@ -34,6 +32,65 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 	if cfg.Admission.Cooldown.Seconds() != 3 || len(cfg.Peers) != 3 {
 		t.Fatalf("unexpected values: %+v", cfg.Admission)
+	}
+}
+
+// loadableExample is config.example.toml with its empty secrets and TLS
+// files filled in, so that it loads.
+func loadableExample(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := strings.NewReplacer(
+		`kitchen_password_hash = ""`, `kitchen_password_hash = ""`, // no kitchen login
+		`password_hash = ""`, `password_hash = "$2a$10$abcdefghijklmnopqrstuv"`,
+		`token_secret = ""`, `token_secret = "`+strings.Repeat("ab", 32)+`"`,
+		`cluster_secret = "change-me-to-a-long-random-string"`, `cluster_secret = "`+strings.Repeat("cd", 16)+`"`,
+		`ca_file = ""`, `ca_file = "/etc/masterorder/tls/ca.pem"`,
+		`https_cert_file = ""`, `https_cert_file = ""`, // empty: cert_file's
+		`https_key_file = ""`, `https_key_file = ""`,
+		`cert_file = ""`, `cert_file = "/etc/masterorder/tls/a.pem"`,
+		`key_file = ""`, `key_file = "/etc/masterorder/tls/a-key.pem"`,
+	)
+	return r.Replace(string(raw))
+}
+
+// The example names each setting once, commented out or not, so it never
+// tells two stories about one setting (public_url once had a commented
+// example near the top and its setting further down, with two comments);
+// and every setting it names is one: uncommented, the file still loads.
+func TestExampleConfigNamesEachSettingOnce(t *testing.T) {
+	setting := regexp.MustCompile(`^(#\s*)?([a-z][a-z0-9_]*)\s*=`)
+	table := ""
+	first := map[string]int{} // table and setting → its line
+	var uncommented []string
+	for i, line := range strings.Split(loadableExample(t), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "[") {
+			table = trimmed
+			if table == "[[peers]]" {
+				table += strconv.Itoa(i) // each peer is a table of its own
+			}
+		}
+		m := setting.FindStringSubmatch(trimmed)
+		if m == nil {
+			uncommented = append(uncommented, line)
+			continue
+		}
+		if at, again := first[table+" "+m[2]]; again {
+			t.Errorf("line %d names %s again (first named on line %d)", i+1, m[2], at)
+		} else {
+			first[table+" "+m[2]] = i + 1
+		}
+		uncommented = append(uncommented, strings.TrimPrefix(trimmed, m[1]))
+	}
+	if len(first) < 40 {
+		t.Fatalf("found only %d settings in the example: the pattern no longer reads it", len(first))
+	}
+	if _, err := ParseConfig([]byte(strings.Join(uncommented, "\n"))); err != nil {
+		t.Errorf("the example with its commented settings uncommented: %v", err)
 	}
 }
 
