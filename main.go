@@ -29,9 +29,12 @@ const usage = `masterorder — store ordering appliance
 usage:
   masterorder demo [--nodes 1|3] [--listen 127.0.0.1:8080] [--data-dir DIR] [--staff-password PW]
   masterorder run --config node.toml
-  masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT,... --out DIR [--staff-password PW] [--force] [--systemd]
+  masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT,... --out DIR
+        [--staff-password PW] [--kitchen-password PW] [--public-url URL]
+        [--plain-http] [--force] [--systemd]
+  masterorder init --add-node ID=HOST:HTTPPORT:RAFTPORT --out DIR [--systemd] [--force]
+  masterorder init --renew-https --out DIR   (fresh 800-day HTTPS certificates for every box)
   masterorder bench --url URL[,URL...] [flags]   (masterorder bench -h)
-  masterorder init --add-node ID=HOST:HTTPPORT:RAFTPORT --out DIR [--systemd]
   masterorder status --url URL
   masterorder members add|remove|promote --url URL --id ID [...]   (masterorder members -h)
   masterorder backup --url URL --out FILE [--password PW]
