@@ -249,7 +249,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "keep tls/ca-key.pem off the boxes (init --add-node needs it for a replacement box)\n")
 	}
 	if !*plainHTTP {
-		fmt.Fprintf(stdout, "install %s once on every staff tablet and kitchen screen (README: \"Staff over HTTPS\"); staff use https://HOST:%s/staff/\n",
+		fmt.Fprintf(stdout, "install %s once on every staff tablet and kitchen screen (docs/operations.md: \"Staff over HTTPS\"); staff use https://HOST:%s/staff/\n",
 			filepath.Join(dir, "ca.crt"), nodes[0].httpsPort)
 	}
 	if printed {
@@ -319,7 +319,7 @@ func writeSystemdUnit(dir, id, httpAddr string) error {
 		}
 	}
 	unit := fmt.Sprintf(`# MasterOrder store node %[1]s — written by masterorder init --systemd.
-# Install on box %[1]s (see README, "A three-Pi store, start to finish"):
+# Install on box %[1]s (see docs/operations.md, "A three-Pi store, start to finish"):
 #   useradd --system --home-dir %[4]s --shell /usr/sbin/nologin %[5]s
 #   install -m 0755 masterorder %[2]s
 #   install -d -m 0750 -g %[5]s %[3]s %[3]s/tls

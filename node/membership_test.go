@@ -84,7 +84,7 @@ func memberCode(err error) string {
 	return ""
 }
 
-// The README procedure for a dead box: box c dies, it is removed, a new
+// The procedure for a dead box (docs/operations.md): box c dies, it is removed, a new
 // box d joins as a voter, catches up by snapshot, and counts for quorum.
 func TestReplaceDeadBox(t *testing.T) {
 	c := nodetest.Start(t, 3, smallSnapshots, nil, nil)

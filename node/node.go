@@ -279,7 +279,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 // log keeps the size it was created with). Every Raft batch is a bbolt
 // commit that rewrites the log's last leaf and its branches: with 1 KiB
 // pages those rewrites dirty fewer of the kernel's 4 KiB pages. In the
-// closed loop at 64 callers (README, Performance) the log's dirtied pages
+// closed loop at 64 callers (docs/performance.md) the log's dirtied pages
 // per order went 5.0 -> 4.3 KB on the leader and 2.9 -> 2.1 KB on a
 // follower; 2 KiB and 512 B pages saved less.
 const raftLogPageSize = 1024

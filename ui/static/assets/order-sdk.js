@@ -2,7 +2,7 @@
 // it twice, and without telling the guest "failed" for an order that went
 // through.
 //
-// The rules (DESIGN.md, "Clients"):
+// The rules (docs/architecture.md, "Clients"):
 //
 //  * One requestId (the Idempotency-Key, a UUID v4) per cart screen. It is
 //    made when the cart screen opens and reused for every tap and every
