@@ -85,33 +85,32 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		cached, good = rowCached(row), known
 	}
 	// Rows 5–6 first: a key whose result is committed replays it (or is a
-	// reuse with another cart) — never a window's refusal.
+	// reuse with another cart) — never a window's refusal. But row 3 comes
+	// before them, and the replica may not have applied a checkout made
+	// through another box a moment ago, after which the cluster answers
+	// every guest call 410. So catch up once (ReadIndex: a round trip, no
+	// log entry) and judge the session again. A replica that cannot catch
+	// up (no quorum) answers nothing: the resend is proposed, within the
+	// limits below, and Apply decides.
 	if err == nil && known {
-		// But row 3 comes before them, and the replica may not have applied
-		// a checkout made through another box a moment ago, after which the
-		// cluster answers every guest call 410. So catch up once (ReadIndex:
-		// a round trip, no log entry) and judge the session again; without
-		// a quorum Apply decides (it answers NO_QUORUM).
-		closed, caughtUp := s.sessionClosedNow(ctx, cmd.SessionID)
-		if !caughtUp {
-			return Result{}, false, func() {}
-		}
-		if closed {
-			return reject(http.StatusGone, "SESSION_CLOSED", 0)
-		}
-		if good {
-			if cached.Fingerprint != cmd.Fingerprint {
-				return reject(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0)
+		if closed, caughtUp := s.sessionClosedNow(ctx, cmd.SessionID); caughtUp {
+			if closed {
+				return reject(http.StatusGone, "SESSION_CLOSED", 0)
 			}
-			body := cached.Body
-			body.IdempotentReplay = true
-			b, err := json.Marshal(body)
-			if err == nil {
-				s.rejections.add(cmd.SessionID, "IDEMPOTENT_REPLAY")
-				return Result{Status: http.StatusOK, Replay: true, Body: b}, true, func() {}
+			if good {
+				if cached.Fingerprint != cmd.Fingerprint {
+					return reject(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", 0)
+				}
+				body := cached.Body
+				body.IdempotentReplay = true
+				b, err := json.Marshal(body)
+				if err == nil {
+					s.rejections.add(cmd.SessionID, "IDEMPOTENT_REPLAY")
+					return Result{Status: http.StatusOK, Replay: true, Body: b}, true, func() {}
+				}
 			}
+			return Result{}, false, func() {} // let Apply decide
 		}
-		return Result{}, false, func() {} // let Apply decide
 	}
 	// Rows 8–10, in Apply's order. A window seen here may already have been
 	// lifted elsewhere (a checkout cancelled through another box a moment
