@@ -29,10 +29,10 @@ const usage = `masterorder — store ordering appliance
 usage:
   masterorder demo [--nodes 1|3] [--listen 127.0.0.1:8080] [--data-dir DIR] [--staff-password PW]
   masterorder run --config node.toml
-  masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT,... --out DIR
+  masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT],... --out DIR
         [--staff-password PW] [--kitchen-password PW] [--public-url URL]
         [--plain-http] [--force] [--systemd]
-  masterorder init --add-node ID=HOST:HTTPPORT:RAFTPORT --out DIR [--systemd] [--force]
+  masterorder init --add-node ID=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT] --out DIR [--systemd] [--force]
   masterorder init --renew-https --out DIR   (fresh 800-day HTTPS certificates for every box)
   masterorder bench --url URL[,URL...] [flags]   (masterorder bench -h)
   masterorder status --url URL
@@ -41,6 +41,7 @@ usage:
   masterorder restore --in FILE --config node.toml
   masterorder rotate-secrets --out DIR   (new cluster and token secrets; restart every box)
   masterorder version
+  masterorder help
 `
 
 func main() {
