@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
-
-	"masterorder/node"
 	"masterorder/node/pki"
 	"masterorder/orders"
-	"masterorder/orders/staffauth"
+	"masterorder/setup/cluster"
 )
 
 type initNode struct {
@@ -53,77 +49,46 @@ func parseInitNodes(spec string) ([]initNode, error) {
 	return out, nil
 }
 
-// initConfig is what init writes: the settings a node needs, commented
-// defaults for the rest live in config.example.toml.
-type initConfig struct {
-	NodeID        string      `toml:"node_id"`
-	ShopID        string      `toml:"shop_id"`
-	DataDir       string      `toml:"data_dir"`
-	HTTPAddr      string      `toml:"http_addr"`
-	RaftAddr      string      `toml:"raft_addr"`
-	ClusterSecret string      `toml:"cluster_secret"`
-	Join          bool        `toml:"join,omitempty"`
-	HTTPSAddr     string      `toml:"https_addr,omitempty"`
-	PublicURL     string      `toml:"public_url,omitempty"`
-	Peers         []node.Peer `toml:"peers"`
-	HTTP          struct {
-		AllowPlainStaff bool `toml:"allow_plain_staff"`
-	} `toml:"http"`
-	Staff struct {
-		PasswordHash        string `toml:"password_hash"`
-		TokenSecret         string `toml:"token_secret"`
-		KitchenPasswordHash string `toml:"kitchen_password_hash"`
-	} `toml:"staff"`
-	TLS node.TLSConfig `toml:"tls"`
-}
-
-// boxTLS names a box's files in tlsDir; the HTTPS pair only when it serves
-// HTTPS.
-func boxTLS(tlsDir, id string, https bool) node.TLSConfig {
-	t := node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, id), KeyFile: pki.NodeKeyFile(tlsDir, id)}
-	if https {
-		t.HTTPSCertFile, t.HTTPSKeyFile = pki.HTTPSCertFile(tlsDir, id), pki.HTTPSKeyFile(tlsDir, id)
-	}
-	return t
-}
-
-// issueBox writes a box's cluster certificate and, unless plain, its HTTPS
-// certificate naming its host and the public URL's host.
-func issueBox(ca *pki.CA, tlsDir string, n initNode, publicURL string, plain bool) error {
-	cert, key, err := ca.IssueNode(n.id, []string{n.host}, 0)
-	if err != nil {
-		return fmt.Errorf("issue certificate for %s: %w", n.id, err)
-	}
-	if err := pki.WriteNodeFiles(tlsDir, n.id, cert, key); err != nil {
-		return fmt.Errorf("write certificate for %s: %w", n.id, err)
-	}
-	if plain {
-		return nil
-	}
-	hosts := []string{n.host, "localhost", "127.0.0.1"}
-	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
-		hosts = append(hosts, u.Hostname())
-	}
-	cert, key, err = ca.IssueHTTPS(n.id, hosts)
-	if err != nil {
-		return fmt.Errorf("issue HTTPS certificate for %s: %w", n.id, err)
-	}
-	return pki.WriteHTTPSFiles(tlsDir, n.id, cert, key)
-}
-
-// staffPassword hashes a given password after the strength check, or
+// staffPassword hashes a given password after init's strength check, or
 // makes a random one (printed by the caller).
 func staffPassword(flagName, pw string) (hash, plain string, printed bool, err error) {
-	if pw == "" {
-		pw, printed = staffauth.NewSecret()[:16], true
-	} else if err := staffauth.CheckStrength(pw); err != nil {
-		return "", "", false, usageError{flagName + ": " + strings.TrimPrefix(err.Error(), "staffauth: ") + " (a guest on the Wi-Fi would guess it)"}
-	}
-	hash, err = staffauth.HashPassword(pw)
+	hash, plain, printed, err = cluster.Password(pw)
 	if err != nil {
 		return "", "", false, usageError{flagName + ": " + err.Error()}
 	}
-	return hash, pw, printed, nil
+	return hash, plain, printed, nil
+}
+
+// initBox is an init node as the cluster package names a box.
+func (n initNode) box(plain bool) cluster.Box {
+	b := cluster.Box{ID: n.id, Host: n.host, HTTPPort: n.httpPort, RaftPort: n.raftPort}
+	if !plain {
+		b.HTTPSPort = n.httpsPort
+	}
+	return b
+}
+
+// writeBox writes a box's TLS files into dir/tls and its config into
+// dir/ID.toml, pointed at dir (or, with systemd, at the box layout).
+func writeBox(dir string, b cluster.Bundle, systemd bool, header string) error {
+	tlsDir := filepath.Join(dir, "tls")
+	delete(b.Files, "ca.pem") // init writes the CA itself, key beside it
+	if err := b.WriteTLS(tlsDir); err != nil {
+		return fmt.Errorf("write certificates for %s: %w", b.Config.NodeID, err)
+	}
+	c := b.Config
+	c.UseLayout(tlsDir, filepath.Join(dir, "data-"+c.NodeID))
+	if systemd {
+		c.UseLayout(filepath.Join(boxEtc, "tls"), boxDataDir)
+	}
+	raw, err := c.Marshal(header)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, c.NodeID+".toml"), raw, 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
 }
 
 func cmdInit(args []string, stdout, stderr io.Writer) error {
@@ -188,53 +153,36 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ca, err := pki.NewCA("MasterOrder "+*shop, 0)
+	cl, err := cluster.New(*shop)
 	if err != nil {
-		return fmt.Errorf("create cluster CA: %w", err)
+		return usageError{"--shop-id: " + err.Error()}
 	}
+	cl.StaffPasswordHash, cl.KitchenPasswordHash, cl.PublicURL, cl.PlainHTTP = hash, kitchenHash, *publicURL, *plainHTTP
 	tlsDir := filepath.Join(dir, "tls")
-	if err := ca.WriteFiles(tlsDir); err != nil {
+	if err := cl.CA.WriteFiles(tlsDir); err != nil {
 		return fmt.Errorf("write cluster CA: %w", err)
 	}
 	// The certificate staff tablets and kitchen screens install once.
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), cl.CA.CertPEM(), 0o644); err != nil {
 		return fmt.Errorf("write ca.crt: %w", err)
 	}
-	var peers []node.Peer
+	var boxes []cluster.Box
 	for _, n := range nodes {
-		p := node.Peer{ID: n.id, HTTPAddr: net.JoinHostPort(n.host, n.httpPort), RaftAddr: net.JoinHostPort(n.host, n.raftPort)}
-		if !*plainHTTP {
-			p.HTTPSAddr = net.JoinHostPort(n.host, n.httpsPort)
-		}
-		peers = append(peers, p)
+		boxes = append(boxes, n.box(*plainHTTP))
 	}
-	clusterSecret, tokenSecret := staffauth.NewSecret(), staffauth.NewSecret()
-	for i, n := range nodes {
-		if err := issueBox(ca, tlsDir, n, *publicURL, *plainHTTP); err != nil {
-			return err
-		}
-		c := initConfig{NodeID: n.id, ShopID: *shop, DataDir: filepath.Join(dir, "data-"+n.id),
-			HTTPAddr: peers[i].HTTPAddr, RaftAddr: peers[i].RaftAddr, HTTPSAddr: peers[i].HTTPSAddr, PublicURL: *publicURL,
-			ClusterSecret: clusterSecret, Peers: peers, TLS: boxTLS(tlsDir, n.id, !*plainHTTP)}
-		c.HTTP.AllowPlainStaff = *plainHTTP
-		c.Staff.PasswordHash, c.Staff.TokenSecret, c.Staff.KitchenPasswordHash = hash, tokenSecret, kitchenHash
-		if *systemd {
-			boxPaths(&c, n.id)
-			if err := writeSystemdUnit(dir, n.id, c.HTTPAddr); err != nil {
-				return fmt.Errorf("write systemd unit: %w", err)
-			}
-		}
-		b, err := toml.Marshal(c)
+	peers := cl.Peers(boxes)
+	for i, b := range boxes {
+		bundle, err := cl.Bundle(b, peers, false, false)
 		if err != nil {
 			return err
 		}
-		header := "# masterorder node " + n.id + " — written by `masterorder init`; see config.example.toml for every setting.\n"
-		if err := os.WriteFile(filepath.Join(dir, n.id+".toml"), append([]byte(header), b...), 0o600); err != nil {
-			return fmt.Errorf("write config: %w", err)
+		if err := writeBox(dir, bundle, *systemd, "# masterorder node "+b.ID+" — written by `masterorder init`; see config.example.toml for every setting.\n"); err != nil {
+			return err
 		}
-		// Validate what we wrote, so init never leaves an unusable config.
-		if _, err := orders.LoadConfig(filepath.Join(dir, n.id+".toml")); err != nil {
-			return fmt.Errorf("written config for %s does not load: %w", n.id, err)
+		if *systemd {
+			if err := writeSystemdUnit(dir, b.ID, peers[i].HTTPAddr); err != nil {
+				return fmt.Errorf("write systemd unit: %w", err)
+			}
 		}
 	}
 	fmt.Fprintf(stdout, "wrote %d node configs, the cluster CA and node certificates to %s\n", len(nodes), dir)
@@ -281,8 +229,11 @@ func renewHTTPS(dir string, stdout io.Writer) error {
 			continue
 		}
 		host, _, _ := net.SplitHostPort(c.HTTPSAddr)
-		n := initNode{id: c.NodeID, host: host}
-		if err := issueBox(ca, tlsDir, n, c.PublicURL, false); err != nil {
+		cert, key, err := cluster.IssueHTTPS(ca, c.NodeID, host, c.PublicURL)
+		if err != nil {
+			return err
+		}
+		if err := pki.WriteHTTPSFiles(tlsDir, c.NodeID, cert, key); err != nil {
 			return err
 		}
 		renewed++
@@ -302,13 +253,6 @@ const (
 	boxDataDir = "/var/lib/masterorder" // StateDirectory=masterorder
 	boxUser    = "masterorder"
 )
-
-// boxPaths points a config at the box layout.
-func boxPaths(c *initConfig, id string) {
-	tls := filepath.Join(boxEtc, "tls")
-	c.DataDir = boxDataDir
-	c.TLS = boxTLS(tls, id, c.HTTPSAddr != "")
-}
 
 // writeSystemdUnit writes DIR/masterorder-<id>.service.
 func writeSystemdUnit(dir, id, httpAddr string) error {
@@ -409,49 +353,24 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 	if _, err := os.Stat(out); err == nil && !force {
 		return usageError{fmt.Sprintf("%s exists (use --force to overwrite)", out)}
 	}
-	self := node.Peer{ID: nn.id, HTTPAddr: net.JoinHostPort(nn.host, nn.httpPort), RaftAddr: net.JoinHostPort(nn.host, nn.raftPort)}
 	plain := base.HTTPSAddr == "" // the new box serves what the others do
-	if !plain {
-		self.HTTPSAddr = net.JoinHostPort(nn.host, nn.httpsPort)
-	}
-	var peers []node.Peer
-	for _, p := range base.Peers {
-		if p.ID == nn.id {
-			return usageError{"--add-node: " + nn.id + " is already in the cluster's configs; pick a new id for a new box"}
-		}
-		p.DialAddr = ""
-		peers = append(peers, p)
-	}
-	peers = append(peers, self)
-	if err := issueBox(ca, tlsDir, nn, base.PublicURL, plain); err != nil {
-		return err
-	}
-	c := initConfig{NodeID: nn.id, ShopID: base.ShopID, DataDir: filepath.Join(dir, "data-"+nn.id), HTTPAddr: self.HTTPAddr,
-		RaftAddr: self.RaftAddr, HTTPSAddr: self.HTTPSAddr, PublicURL: base.PublicURL, ClusterSecret: base.ClusterSecret, Join: true, Peers: peers,
-		TLS: boxTLS(tlsDir, nn.id, !plain)}
-	c.HTTP.AllowPlainStaff = base.HTTP.AllowPlainStaff
-	c.Staff.PasswordHash, c.Staff.TokenSecret, c.Staff.KitchenPasswordHash = base.Staff.PasswordHash, base.Staff.TokenSecret, base.Staff.KitchenPasswordHash
-	if systemd {
-		boxPaths(&c, nn.id)
-	}
-	b, err := toml.Marshal(c)
+	self := nn.box(plain)
+	bundle, err := cluster.FromMember(base, ca).AddBox(self, base.Peers, false)
 	if err != nil {
-		return err
+		return usageError{"--add-node: " + err.Error()}
 	}
-	header := "# masterorder node " + nn.id + " — joins the existing cluster (written by `masterorder init --add-node`).\n"
-	if err := os.WriteFile(out, append([]byte(header), b...), 0o600); err != nil {
+	peers := bundle.Config.Peers
+	delete(bundle.Files, "ca.pem")
+	if err := writeBox(dir, bundle, systemd, "# masterorder node "+nn.id+" — joins the existing cluster (written by `masterorder init --add-node`).\n"); err != nil {
 		return err
-	}
-	if _, err := orders.LoadConfig(out); err != nil {
-		return fmt.Errorf("written config for %s does not load: %w", nn.id, err)
 	}
 	if systemd {
-		if err := writeSystemdUnit(dir, nn.id, self.HTTPAddr); err != nil {
+		if err := writeSystemdUnit(dir, nn.id, bundle.Config.HTTPAddr); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(stdout, "wrote %s and the certificate for %s in %s\n", out, nn.id, tlsDir)
 	fmt.Fprintf(stdout, "start it, then add it from any member:\n  masterorder members add --url http://%s --id %s --raft-addr %s --http-addr %s\n",
-		peers[0].HTTPAddr, nn.id, self.RaftAddr, self.HTTPAddr)
+		peers[0].HTTPAddr, nn.id, bundle.Config.RaftAddr, bundle.Config.HTTPAddr)
 	return nil
 }

@@ -1,0 +1,336 @@
+// Package cluster makes a store cluster: the cluster CA, each box's
+// certificates, the shared secrets, the password hashes (under init's
+// strength rule) and each box's config file. It is the one way to make a
+// cluster: `masterorder init` writes its output to a directory, the setup
+// wizard pushes each box its Bundle over the pinned claim channel, and the
+// console's add/replace path (AddBox) writes a joining box's Bundle.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"masterorder/node"
+	"masterorder/node/pki"
+	"masterorder/orders"
+	"masterorder/orders/staffauth"
+)
+
+// Box is one box of the cluster as its peers reach it.
+type Box struct {
+	ID        string
+	Host      string // an address or name the other boxes and tablets reach
+	HTTPPort  string
+	RaftPort  string
+	HTTPSPort string // "" when the cluster serves no HTTPS (labs only)
+}
+
+// Peer is how the cluster's config lists b.
+func (b Box) Peer() node.Peer {
+	p := node.Peer{ID: b.ID, HTTPAddr: net.JoinHostPort(b.Host, b.HTTPPort), RaftAddr: net.JoinHostPort(b.Host, b.RaftPort)}
+	if b.HTTPSPort != "" {
+		p.HTTPSAddr = net.JoinHostPort(b.Host, b.HTTPSPort)
+	}
+	return p
+}
+
+// Config is what a box's config file holds when init or setup writes it:
+// the settings a box needs; commented defaults for the rest live in
+// config.example.toml.
+type Config struct {
+	NodeID        string      `toml:"node_id"`
+	ShopID        string      `toml:"shop_id"`
+	DataDir       string      `toml:"data_dir"`
+	HTTPAddr      string      `toml:"http_addr"`
+	RaftAddr      string      `toml:"raft_addr"`
+	ClusterSecret string      `toml:"cluster_secret"`
+	Join          bool        `toml:"join,omitempty"`
+	HTTPSAddr     string      `toml:"https_addr,omitempty"`
+	PublicURL     string      `toml:"public_url,omitempty"`
+	Peers         []node.Peer `toml:"peers"`
+	HTTP          struct {
+		AllowPlainStaff bool `toml:"allow_plain_staff"`
+	} `toml:"http"`
+	Staff struct {
+		PasswordHash        string `toml:"password_hash"`
+		TokenSecret         string `toml:"token_secret"`
+		KitchenPasswordHash string `toml:"kitchen_password_hash"`
+	} `toml:"staff"`
+	Shop struct {
+		TaxRatePercent *int `toml:"tax_rate_percent,omitempty"`
+	} `toml:"shop"`
+	TLS node.TLSConfig `toml:"tls"`
+}
+
+// UseLayout points the config at a box's directories: its TLS files in
+// tlsDir (named as pki names them) and its data in dataDir.
+func (c *Config) UseLayout(tlsDir, dataDir string) {
+	c.DataDir = dataDir
+	c.TLS = TLSFiles(tlsDir, c.NodeID, c.HTTPSAddr != "")
+}
+
+// Marshal renders the config file with a header comment and checks that it
+// loads, so nothing ever writes an unusable config.
+func (c Config) Marshal(header string) ([]byte, error) {
+	b, err := toml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(header), b...)
+	if _, err := orders.ParseConfig(out); err != nil {
+		return nil, fmt.Errorf("config for %s does not load: %w", c.NodeID, err)
+	}
+	return out, nil
+}
+
+// ParseConfig reads a config Marshal wrote (strictly: unknown settings are
+// errors, as for any box config).
+func ParseConfig(raw []byte) (Config, error) {
+	if _, err := orders.ParseConfig(raw); err != nil {
+		return Config{}, err
+	}
+	var c Config
+	if err := toml.Unmarshal(raw, &c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// TLSFiles names a box's files in tlsDir; the HTTPS pair only when it
+// serves HTTPS.
+func TLSFiles(tlsDir, id string, https bool) node.TLSConfig {
+	t := node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, id), KeyFile: pki.NodeKeyFile(tlsDir, id)}
+	if https {
+		t.HTTPSCertFile, t.HTTPSKeyFile = pki.HTTPSCertFile(tlsDir, id), pki.HTTPSKeyFile(tlsDir, id)
+	}
+	return t
+}
+
+// WeakPasswordError is a password the strength rule refuses.
+type WeakPasswordError struct{ Problem string }
+
+func (e *WeakPasswordError) Error() string {
+	return e.Problem + " (a guest on the Wi-Fi would guess it)"
+}
+
+// CheckPassword applies init's strength rule.
+func CheckPassword(pw string) error {
+	if err := staffauth.CheckStrength(pw); err != nil {
+		return &WeakPasswordError{Problem: strings.TrimPrefix(err.Error(), "staffauth: ")}
+	}
+	return nil
+}
+
+// ErrSamePasswords: a kitchen login would be a manager login.
+var ErrSamePasswords = errors.New("the kitchen password must differ from the manager password (a kitchen login would be a manager login)")
+
+// Password hashes pw after the strength check, or makes a random one when
+// pw is empty (generated reports it, for the caller to show once).
+func Password(pw string) (hash, plain string, generated bool, err error) {
+	if pw == "" {
+		pw, generated = staffauth.NewSecret()[:16], true
+	} else if err := CheckPassword(pw); err != nil {
+		return "", "", false, err
+	}
+	hash, err = staffauth.HashPassword(pw)
+	if err != nil {
+		return "", "", false, err
+	}
+	return hash, pw, generated, nil
+}
+
+// Cluster is a cluster's shared material: its CA (with the key, to issue
+// box certificates), secrets and settings every box shares.
+type Cluster struct {
+	CA                  *pki.CA
+	ShopID              string
+	ClusterSecret       string
+	TokenSecret         string
+	StaffPasswordHash   string
+	KitchenPasswordHash string
+	PublicURL           string
+	PlainHTTP           bool // labs only: no HTTPS listener, staff over HTTP
+	TaxRatePercent      *int
+}
+
+// New makes a fresh cluster CA and secrets for shopID; the caller fills
+// in the password hashes (Password) and settings.
+func New(shopID string) (*Cluster, error) {
+	if !node.ValidID(shopID) {
+		return nil, fmt.Errorf("shop id %q: use letters, digits, - and _", shopID)
+	}
+	ca, err := pki.NewCA("MasterOrder "+shopID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("create cluster CA: %w", err)
+	}
+	return &Cluster{CA: ca, ShopID: shopID, ClusterSecret: staffauth.NewSecret(), TokenSecret: staffauth.NewSecret()}, nil
+}
+
+// FromMember is the cluster a member's own config and CA describe: what
+// adding a box to a running cluster needs.
+func FromMember(cfg orders.FileConfig, ca *pki.CA) *Cluster {
+	c := &Cluster{CA: ca, ShopID: cfg.ShopID, ClusterSecret: cfg.ClusterSecret, TokenSecret: cfg.Staff.TokenSecret,
+		StaffPasswordHash: cfg.Staff.PasswordHash, KitchenPasswordHash: cfg.Staff.KitchenPasswordHash,
+		PublicURL: cfg.PublicURL, PlainHTTP: cfg.HTTPSAddr == "", TaxRatePercent: cfg.Shop.TaxRatePercent}
+	return c
+}
+
+// Bundle is everything one box needs: its config (paths not yet set: the
+// box applies its own layout with UseLayout) and its TLS files by base
+// name in the TLS directory (ca.pem, ID.pem, ID-key.pem, ID-https.pem,
+// ID-https-key.pem, and ca-key.pem when the box may issue certificates).
+type Bundle struct {
+	Config Config
+	Files  map[string][]byte
+}
+
+// Bundle makes box self's bundle for a cluster of peers. join: self joins
+// a running cluster (a leader adds it) instead of bootstrapping with peers.
+// withCAKey puts the CA key on the box, so a manager can add or replace a
+// box from the console of any member.
+func (c *Cluster) Bundle(self Box, peers []node.Peer, join, withCAKey bool) (Bundle, error) {
+	if err := pki.ValidateNodeID(self.ID); err != nil {
+		return Bundle{}, err
+	}
+	files, err := c.issue(self)
+	if err != nil {
+		return Bundle{}, err
+	}
+	files["ca.pem"] = c.CA.CertPEM()
+	if withCAKey {
+		files["ca-key.pem"] = c.CA.KeyPEM()
+	}
+	p := self.Peer()
+	if c.PlainHTTP {
+		p.HTTPSAddr = ""
+	}
+	cfg := Config{NodeID: self.ID, ShopID: c.ShopID, HTTPAddr: p.HTTPAddr, RaftAddr: p.RaftAddr, HTTPSAddr: p.HTTPSAddr,
+		PublicURL: c.PublicURL, ClusterSecret: c.ClusterSecret, Join: join, Peers: peers}
+	cfg.HTTP.AllowPlainStaff = c.PlainHTTP
+	cfg.Staff.PasswordHash, cfg.Staff.TokenSecret, cfg.Staff.KitchenPasswordHash = c.StaffPasswordHash, c.TokenSecret, c.KitchenPasswordHash
+	cfg.Shop.TaxRatePercent = c.TaxRatePercent
+	return Bundle{Config: cfg, Files: files}, nil
+}
+
+// Peers lists boxes as a cluster config does.
+func (c *Cluster) Peers(boxes []Box) []node.Peer {
+	var out []node.Peer
+	for _, b := range boxes {
+		p := b.Peer()
+		if c.PlainHTTP {
+			p.HTTPSAddr = ""
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// AddBox is init --add-node's bundle: box self joins the running cluster
+// whose members are current (self must be new to it).
+func (c *Cluster) AddBox(self Box, current []node.Peer, withCAKey bool) (Bundle, error) {
+	var peers []node.Peer
+	for _, p := range current {
+		if p.ID == self.ID {
+			return Bundle{}, fmt.Errorf("%s is already in the cluster; pick a new id for a new box", self.ID)
+		}
+		p.DialAddr = ""
+		peers = append(peers, p)
+	}
+	peers = append(peers, c.Peers([]Box{self})...)
+	return c.Bundle(self, peers, true, withCAKey)
+}
+
+// issue makes a box's cluster certificate and, unless the cluster is plain
+// HTTP, its HTTPS certificate naming its host and the public URL's host.
+func (c *Cluster) issue(b Box) (map[string][]byte, error) {
+	cert, key, err := c.CA.IssueNode(b.ID, []string{b.Host}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("issue certificate for %s: %w", b.ID, err)
+	}
+	files := map[string][]byte{b.ID + ".pem": cert, b.ID + "-key.pem": key}
+	if c.PlainHTTP {
+		return files, nil
+	}
+	cert, key, err = IssueHTTPS(c.CA, b.ID, b.Host, c.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	files[b.ID+"-https.pem"], files[b.ID+"-https-key.pem"] = cert, key
+	return files, nil
+}
+
+// IssueHTTPS issues a box's HTTPS certificate for its host, localhost and
+// the public URL's host.
+func IssueHTTPS(ca *pki.CA, id, host, publicURL string) (cert, key []byte, err error) {
+	hosts := []string{host, "localhost", "127.0.0.1"}
+	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	}
+	cert, key, err = ca.IssueHTTPS(id, hosts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("issue HTTPS certificate for %s: %w", id, err)
+	}
+	return cert, key, nil
+}
+
+// WriteTLS writes a bundle's TLS files into tlsDir (keys 0600, the rest
+// 0644), refusing any name that is not a plain file name.
+func (b Bundle) WriteTLS(tlsDir string) error {
+	if err := os.MkdirAll(tlsDir, 0o750); err != nil {
+		return err
+	}
+	for name, data := range b.Files {
+		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".pem") {
+			return fmt.Errorf("bundle: bad file name %q", name)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, "-key.pem") {
+			mode = 0o600
+		}
+		if err := writeAtomic(filepath.Join(tlsDir, name), data, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes via a synced temporary file and a rename, so a power
+// cut never leaves half a certificate.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// WriteFile writes a config or other file atomically (exported for setup).
+func WriteFile(path string, data []byte, mode os.FileMode) error {
+	return writeAtomic(path, data, mode)
+}
