@@ -16,6 +16,7 @@ import (
 	"masterorder/node/pki"
 	"masterorder/orders"
 	"masterorder/orders/staffauth"
+	"masterorder/setup"
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,8 +26,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address of node a; node i listens on port+i")
 	dataDir := fs.String("data-dir", "", "data directory (a temp dir if empty)")
 	password := fs.String("staff-password", "demo", "staff password")
+	setupMode := fs.Bool("setup", false, "start three unconfigured boxes (setup mode) and walk the setup wizard")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	if *setupMode {
+		return demoSetup(ctx, *listen, *dataDir, stdout, stderr)
 	}
 	if *count != 1 && *count != 3 {
 		return usageError{"--nodes must be 1 or 3"}
@@ -165,4 +170,56 @@ func waitDemoLeader(ctx context.Context, nodes []*node.Node) int {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return -1
+}
+
+// demoSetup starts three boxes in setup mode on loopback, each with its
+// own box layout under dir, finding each other through the probe list
+// (multicast rarely reaches loopback), and prints the wizard's address.
+func demoSetup(ctx context.Context, listen, dir string, stdout, stderr io.Writer) error {
+	host, portStr, err := net.SplitHostPort(listen)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil || port < 1 || port+1002 > 65535 || port+httpsPortOffset+2 > 65535 {
+		return usageError{"--listen must be HOST:PORT"}
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return usageError{"demo --setup listens on loopback only (--listen 127.0.0.1:PORT): a real store's boxes run `masterorder run`"}
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "masterorder-setup-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	var addrs []string
+	for i := 0; i < 3; i++ {
+		addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(port+i)))
+	}
+	log := newLogger(node.LogConfig{Level: "warn"}, stderr)
+	errs := make(chan error, 3)
+	for i, addr := range addrs {
+		boxDir := filepath.Join(dir, "box-"+string(rune('1'+i)))
+		layout := setup.Layout{EtcDir: filepath.Join(boxDir, "etc"), StateDir: filepath.Join(boxDir, "state"), BootDir: filepath.Join(boxDir, "boot"), SysRoot: filepath.Join(boxDir, "sys")}
+		b, err := setup.New(setup.Options{Layout: layout, Listen: addr, HTTPSPort: port + httpsPortOffset + i, RaftPort: port + 1000 + i,
+			WindowFromStart: true, Version: version, Probe: addrs, Logger: log, Start: setupStart(log)})
+		if err != nil {
+			return err
+		}
+		if err := b.Listen(); err != nil {
+			return err
+		}
+		go func() { errs <- b.Run(ctx) }()
+	}
+	fmt.Fprintf(stdout, "MasterOrder setup demo: three unconfigured boxes, layouts in %s\n", dir)
+	for _, a := range addrs {
+		fmt.Fprintf(stdout, "  box in setup mode  http://%s/setup/\n", a)
+	}
+	fmt.Fprintf(stdout, "open the setup page: http://%s/setup/\n", addrs[0])
+	fmt.Fprintln(stdout, "Ctrl-C stops the boxes.")
+	var first error
+	for range addrs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

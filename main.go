@@ -28,7 +28,12 @@ const usage = `masterorder — store ordering appliance
 
 usage:
   masterorder demo [--nodes 1|3] [--listen 127.0.0.1:8080] [--data-dir DIR] [--staff-password PW]
-  masterorder run --config node.toml
+  masterorder run [--config node.toml]   (no config anywhere: setup mode)
+        [--etc-dir DIR] [--state-dir DIR] [--boot-dir DIR] [--sys-root DIR] [--listen :80]
+        [--https-port 443] [--raft-port 7000] [--claim-window 30m] [--window-from-start]
+        [--probe HOST:PORT,...] [--mdns=true]
+  masterorder demo --setup [--listen 127.0.0.1:8080] [--data-dir DIR]   (three unconfigured boxes: walk the setup wizard)
+  masterorder reset --yes [--etc-dir DIR] [--state-dir DIR]   (factory reset, on the box: setup mode next time)
   masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT],... --out DIR
         [--staff-password PW] [--kitchen-password PW] [--public-url URL]
         [--plain-http] [--force] [--systemd]
@@ -74,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
 		err = cmdRestore(rest, stdout, stderr)
+	case "reset":
+		err = cmdReset(rest, stdout, stderr)
 	case "rotate-secrets":
 		err = cmdRotateSecrets(rest, stdout, stderr)
 	case "version":

@@ -60,6 +60,20 @@ var messages = map[string][2]string{
 	"ADDRESS_IN_USE":    {"そのアドレスは別のメンバーが使っています。", ""},
 	"LAST_VOTER":        {"最後の投票メンバーは外せません。", ""},
 	"WOULD_LOSE_QUORUM": {"外すと過半数の端末が応答しなくなり、注文を受けられなくなります。", ""},
+	// Setup mode (package setup): claiming a box and the wizard.
+	"TLS_REQUIRED":        {"この操作は暗号化された接続（TLS）でのみ受け付けます。", "This call is accepted over TLS only."},
+	"NOT_IN_SETUP":        {"この端末はすでにお店の一員です。セットアップには使えません。", "This box is already part of a store; it cannot be set up again without a factory reset."},
+	"ALREADY_CLAIMED":     {"この端末はすでに別のセットアップに使われています。", "This box was already claimed by another setup."},
+	"CLAIM_WINDOW_CLOSED": {"電源を入れてから時間が経ったため、受け付けを終了しました。端末の電源を入れ直してください。", "The setup window after power-on has closed. Turn the box off and on again."},
+	"SETUP_CODE_REQUIRED": {"セットアップコードが必要です。カードの masterorder-setup.txt に書いたコードを入力してください。", "This box needs its setup code (the one in masterorder-setup.txt on its card)."},
+	"SETUP_CODE_WRONG":    {"セットアップコードが違います。", "Wrong setup code."},
+	"SETUP_LOCKED":        {"セットアップコードの誤りが続いたため、受け付けを止めました。端末の電源を入れ直してください。", "Too many wrong setup codes. Turn the box off and on again."},
+	"CLAIM_TOKEN_WRONG":   {"この端末を確保したセットアップではありません。", "This setup did not claim this box."},
+	"INVALID_SETUP":       {"セットアップの内容が正しくありません。", ""},
+	"WEAK_PASSWORD":       {"パスワードが推測されやすいです。10文字以上で、よくある言葉や連番を避けてください。", "The password is too easy to guess: use at least 10 characters, not a common word or a run."},
+	"SAME_PASSWORDS":      {"キッチン用と店長用のパスワードは別にしてください。", "The kitchen password must differ from the manager password."},
+	"BOX_NOT_FOUND":       {"その端末が見つかりません。電源とネットワークを確かめてください。", "That box was not found. Check its power and network."},
+	"SETUP_BUSY":          {"セットアップはすでに進行中です。", "A setup is already in progress."},
 }
 
 // Message returns the text for a reason code.

@@ -35,7 +35,7 @@ func mustSub(f fs.FS, dir string) fs.FS {
 
 // apps are the top-level folders served under their own name; a request
 // for the folder itself gets its index.html.
-var apps = []string{"guest", "kitchen", "staff", "assets"}
+var apps = []string{"guest", "kitchen", "staff", "setup", "assets"}
 
 // Register mounts the web apps on e:
 //
@@ -43,6 +43,7 @@ var apps = []string{"guest", "kitchen", "staff", "assets"}
 //	GET /guest/*   guest ordering app (/guest/?s=SESSION)
 //	GET /kitchen/* kitchen display
 //	GET /staff/*   staff console, cluster page included
+//	GET /setup/*   the setup wizard (a member shows the setup it ran, or that it is set up)
 //	GET /assets/*  shared JS and CSS (/assets/order-sdk.js)
 //
 // HEAD is answered on the same paths. The QR endpoint is separate
@@ -51,6 +52,19 @@ func Register(e *echo.Echo) {
 	e.GET("/", func(c echo.Context) error {
 		return c.Redirect(http.StatusFound, "/staff/")
 	})
+	mount(e, apps)
+}
+
+// RegisterSetup mounts what a box in setup mode serves: the wizard at
+// /setup/ (also at /) and the shared assets.
+func RegisterSetup(e *echo.Echo) {
+	e.GET("/", func(c echo.Context) error {
+		return c.Redirect(http.StatusFound, "/setup/")
+	})
+	mount(e, []string{"setup", "assets"})
+}
+
+func mount(e *echo.Echo, apps []string) {
 	for _, app := range apps {
 		prefix := "/" + app
 		slash := func(c echo.Context) error {

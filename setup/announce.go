@@ -1,0 +1,123 @@
+package setup
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/mdns"
+)
+
+// ServiceType is the DNS-SD service every box announces.
+const ServiceType = "_masterorder._tcp"
+
+// Announcement is what a box says about itself on the LAN. Nothing in it
+// is secret: a random id, its mode, its version and its setup key's
+// fingerprint (which lets a claimer pin the TLS channel).
+type Announcement struct {
+	ID          string
+	State       Mode // setup or member (claimed boxes announce "claimed")
+	Version     string
+	Fingerprint string
+	Port        int      // the setup page / member HTTP port
+	IPs         []net.IP // nil: this machine's addresses
+}
+
+// TXT is the announcement's TXT record.
+func (a Announcement) TXT() []string {
+	return []string{"id=" + a.ID, "state=" + string(a.State), "version=" + a.Version, "fp=" + a.Fingerprint}
+}
+
+// Announcer answers mDNS queries for one box until Close.
+type Announcer struct {
+	mu     sync.Mutex
+	server *mdns.Server
+}
+
+// quietLog drops hashicorp/mdns's own log lines (a missing IPv6 stack is
+// not news).
+var quietLog = log.New(io.Discard, "", 0)
+
+// Announce starts answering for a on every multicast interface.
+// hashicorp/mdns binds 5353 with SO_REUSEADDR, so it coexists with an
+// avahi-daemon on the same host.
+func Announce(a Announcement) (*Announcer, error) {
+	x := &Announcer{}
+	if err := x.Update(a); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Update replaces the announcement (setup → member).
+func (x *Announcer) Update(a Announcement) error {
+	ips := a.IPs
+	if ips == nil {
+		ips = LocalIPs()
+	}
+	if len(ips) == 0 {
+		return fmt.Errorf("mdns: no address to announce")
+	}
+	svc, err := mdns.NewMDNSService("masterorder-"+strings.ToLower(ShortCode(a.ID)), ServiceType, "local.",
+		"masterorder-"+a.ID+".local.", a.Port, ips, a.TXT())
+	if err != nil {
+		return fmt.Errorf("mdns: %w", err)
+	}
+	s, err := mdns.NewServer(&mdns.Config{Zone: svc, Logger: quietLog})
+	if err != nil {
+		return fmt.Errorf("mdns: %w", err)
+	}
+	x.mu.Lock()
+	old := x.server
+	x.server = s
+	x.mu.Unlock()
+	if old != nil {
+		old.Shutdown()
+	}
+	return nil
+}
+
+// Close stops answering.
+func (x *Announcer) Close() {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	s := x.server
+	x.server = nil
+	x.mu.Unlock()
+	if s != nil {
+		s.Shutdown()
+	}
+}
+
+// LocalIPs are this machine's IPv4 addresses on interfaces that are up,
+// loopback only when there is nothing else (a test's namespace).
+func LocalIPs() []net.IP {
+	var out, loop []net.IP
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || ipn.IP.To4() == nil {
+				continue
+			}
+			if ipn.IP.IsLoopback() {
+				loop = append(loop, ipn.IP.To4())
+				continue
+			}
+			out = append(out, ipn.IP.To4())
+		}
+	}
+	if len(out) == 0 {
+		return loop
+	}
+	return out
+}

@@ -1,0 +1,574 @@
+package setup
+
+import (
+	"context"
+	"encoding/json"
+
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/httpapi"
+	"masterorder/node"
+	"masterorder/setup/cluster"
+)
+
+// The wizard's calls, served by the box the owner's phone opened (plain
+// HTTP like the page; the box-to-box claim channel is TLS):
+//
+//	GET  /setup/api/boxes     the boxes found in setup mode (BoxView)
+//	POST /setup/api/identify  {"id"}: blink that box's LED
+//	POST /setup/api/create    CreateRequest → 202; form the cluster
+//	GET  /setup/api/progress  Progress
+
+// Steps of a box in Progress, in order.
+const (
+	StepFound   = "found"
+	StepClaimed = "claimed"
+	StepStarted = "started"
+	StepJoined  = "joined" // in the cluster
+	StepReady   = "ready"
+)
+
+// BoxView is one box as the wizard lists it.
+type BoxView struct {
+	ID           string `json:"id"`
+	ShortCode    string `json:"shortCode"`
+	Hostname     string `json:"hostname"`
+	Model        string `json:"model,omitempty"`
+	Serial       string `json:"serial,omitempty"`
+	Self         bool   `json:"self"`
+	WindowOpen   bool   `json:"windowOpen"`
+	CodeRequired bool   `json:"codeRequired"`
+	Via          string `json:"via"`
+}
+
+// CreateRequest is the wizard's form.
+type CreateRequest struct {
+	Boxes           []string `json:"boxes"` // box ids the owner ticked
+	ShopName        string   `json:"shopName"`
+	ManagerPassword string   `json:"managerPassword"`
+	KitchenPassword string   `json:"kitchenPassword"`
+	TaxRatePercent  int      `json:"taxRatePercent"`
+	GuestName       string   `json:"guestName"` // default masterorder.local
+	SetupCode       string   `json:"setupCode,omitempty"`
+}
+
+// BoxProgress is one box's step.
+type BoxProgress struct {
+	ID        string `json:"id"`
+	ShortCode string `json:"shortCode"`
+	Hostname  string `json:"hostname"`
+	NodeID    string `json:"nodeId,omitempty"`
+	Step      string `json:"step"`
+	Error     string `json:"error,omitempty"` // a reason code
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Done is what the done page shows.
+type Done struct {
+	ShopName   string `json:"shopName"`
+	StaffURL   string `json:"staffUrl"`
+	KitchenURL string `json:"kitchenUrl"`
+	GuestURL   string `json:"guestUrl"`
+	CAURL      string `json:"caUrl"`
+	Boxes      []struct {
+		NodeID   string `json:"nodeId"`
+		Hostname string `json:"hostname"`
+		StaffURL string `json:"staffUrl"`
+	} `json:"boxes"`
+}
+
+// Progress is the wizard's state: idle, working, done or failed.
+type Progress struct {
+	State string        `json:"state"`
+	Boxes []BoxProgress `json:"boxes,omitempty"`
+	Error string        `json:"error,omitempty"`
+	Done  *Done         `json:"done,omitempty"`
+}
+
+// Wizard forms a cluster from boxes found in setup mode.
+type Wizard struct {
+	box *Box
+
+	mu       sync.Mutex
+	found    map[string]entry // the last listing, by box id
+	progress Progress
+}
+
+type entry struct {
+	Found
+	Info Info
+	Self bool
+}
+
+func newWizard(b *Box) *Wizard {
+	return &Wizard{box: b, found: map[string]entry{}, progress: Progress{State: "idle"}}
+}
+
+func (w *Wizard) routes(e *echo.Echo) {
+	e.GET("/setup/api/boxes", w.handleBoxes)
+	e.POST("/setup/api/identify", w.handleIdentify)
+	e.POST("/setup/api/create", w.handleCreate)
+	e.GET("/setup/api/progress", func(c echo.Context) error { return c.JSON(http.StatusOK, w.Progress()) })
+}
+
+// Progress is a copy of the current progress.
+func (w *Wizard) Progress() Progress {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.progress
+	p.Boxes = append([]BoxProgress(nil), p.Boxes...)
+	return p
+}
+
+// Discover lists the boxes in setup mode this box can see: itself, what
+// mDNS finds, and the probe addresses. selfHost is an address of this
+// box the others reach (the one the owner's phone used), used when
+// neither mDNS nor the probe list names this box.
+func (w *Wizard) Discover(ctx context.Context, selfHost string) []BoxView {
+	b := w.box
+	seen := map[string]entry{}
+	var mu sync.Mutex
+	add := func(e entry) {
+		mu.Lock()
+		defer mu.Unlock()
+		if old, ok := seen[e.ID]; ok && old.Via == "mdns" {
+			return
+		}
+		seen[e.ID] = e
+	}
+	var wg sync.WaitGroup
+	if b.opts.MDNS {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found, err := Browse(ctx, 1500*time.Millisecond)
+			if err != nil {
+				b.log.Debug("setup: mDNS browse", "error", err)
+			}
+			for _, f := range found {
+				if f.ID == b.id.ID {
+					add(entry{Found: f, Info: b.Info(), Self: true})
+					continue
+				}
+				if f.State != ModeSetup {
+					continue
+				}
+				wg.Add(1)
+				go func(f Found) {
+					defer wg.Done()
+					ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
+					defer cancel()
+					info, err := NewClient(f.Addr, f.Fingerprint).Info(ictx)
+					if err != nil || info.ID != f.ID {
+						b.log.Debug("setup: found box does not answer as announced", "addr", f.Addr, "error", err)
+						return
+					}
+					add(entry{Found: f, Info: info})
+				}(f)
+			}
+		}()
+	}
+	for _, addr := range b.opts.Probe {
+		wg.Add(1)
+		go func(addr string) {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			info, err := Probe(pctx, addr)
+			if err != nil {
+				return
+			}
+			f := Found{ID: info.ID, State: info.State, Version: info.Version, Fingerprint: info.Fingerprint, Addr: addr, Via: "probe"}
+			add(entry{Found: f, Info: info, Self: info.ID == b.id.ID})
+		}(addr)
+	}
+	wg.Wait()
+	if _, ok := seen[b.id.ID]; !ok {
+		host := selfHost
+		if h, _, err := net.SplitHostPort(b.Addr()); err == nil && h != "" && !net.ParseIP(h).IsUnspecified() {
+			host = h
+		}
+		info := b.Info()
+		seen[b.id.ID] = entry{Found: Found{ID: b.id.ID, State: info.State, Version: info.Version, Fingerprint: b.id.Fingerprint,
+			Addr: net.JoinHostPort(host, strconv.Itoa(info.Ports.HTTP)), Via: "self"}, Info: info, Self: true}
+	}
+	var views []BoxView
+	w.mu.Lock()
+	for id, e := range seen {
+		if e.Info.State != ModeSetup && !e.Self {
+			continue
+		}
+		w.found[id] = e
+		views = append(views, BoxView{ID: id, ShortCode: ShortCode(id), Hostname: e.Info.Device.Hostname, Model: e.Info.Device.Model,
+			Serial: e.Info.Device.Serial, Self: e.Self, WindowOpen: e.Info.WindowOpen, CodeRequired: e.Info.CodeRequired, Via: e.Via})
+	}
+	w.mu.Unlock()
+	sort.Slice(views, func(i, j int) bool {
+		if views[i].Self != views[j].Self {
+			return views[i].Self
+		}
+		if views[i].Hostname != views[j].Hostname {
+			return views[i].Hostname < views[j].Hostname
+		}
+		return views[i].ID < views[j].ID
+	})
+	return views
+}
+
+// localHost is the address of this box the request came in on.
+func localHost(c echo.Context) string {
+	if a, ok := c.Request().Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if h, _, err := net.SplitHostPort(a.String()); err == nil {
+			return h
+		}
+	}
+	return "127.0.0.1"
+}
+
+func (w *Wizard) handleBoxes(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 8*time.Second)
+	defer cancel()
+	views := w.Discover(ctx, localHost(c))
+	return c.JSON(http.StatusOK, map[string]any{"boxes": views, "self": w.box.id.ID})
+}
+
+func (w *Wizard) handleIdentify(c echo.Context) error {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := httpapi.DecodeBody(c, &req); err != nil {
+		return httpapi.Fail(c, http.StatusBadRequest, "INVALID_SETUP")
+	}
+	w.mu.Lock()
+	e, ok := w.found[req.ID]
+	w.mu.Unlock()
+	if !ok {
+		return httpapi.Fail(c, http.StatusNotFound, "BOX_NOT_FOUND")
+	}
+	if e.Self {
+		ok := Identify(context.Background(), w.box.opts.Layout.SysRoot, 15*time.Second)
+		return c.JSON(http.StatusOK, map[string]bool{"blinking": ok})
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
+	defer cancel()
+	if err := NewClient(e.Addr, e.Fingerprint).Identify(ctx); err != nil {
+		return httpapi.Fail(c, http.StatusNotFound, "BOX_NOT_FOUND")
+	}
+	return c.JSON(http.StatusOK, map[string]bool{"blinking": true})
+}
+
+var guestNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*$`)
+
+// DefaultGuestName is the mDNS name guests' QR codes use.
+const DefaultGuestName = "masterorder.local"
+
+// validate checks the form as init checks its flags; a refusal names
+// the field.
+func (req *CreateRequest) validate() *httpapi.Refusal {
+	bad := func(code, field string) *httpapi.Refusal {
+		return &httpapi.Refusal{Status: http.StatusBadRequest, Code: code, Field: field}
+	}
+	req.ShopName = strings.TrimSpace(req.ShopName)
+	req.GuestName = strings.ToLower(strings.TrimSpace(req.GuestName))
+	if req.GuestName == "" {
+		req.GuestName = DefaultGuestName
+	}
+	switch {
+	case len(req.Boxes) == 0 || len(req.Boxes) > 7:
+		return bad("INVALID_SETUP", "boxes")
+	case req.ShopName == "" || len(req.ShopName) > 100:
+		return bad("INVALID_SETUP", "shopName")
+	case req.TaxRatePercent < 0 || req.TaxRatePercent > 100:
+		return bad("INVALID_SETUP", "taxRatePercent")
+	case !guestNamePattern.MatchString(req.GuestName) || len(req.GuestName) > 253:
+		return bad("INVALID_SETUP", "guestName")
+	}
+	if cluster.CheckPassword(req.ManagerPassword) != nil {
+		return bad("WEAK_PASSWORD", "managerPassword")
+	}
+	if cluster.CheckPassword(req.KitchenPassword) != nil {
+		return bad("WEAK_PASSWORD", "kitchenPassword")
+	}
+	if req.KitchenPassword == req.ManagerPassword {
+		return bad("SAME_PASSWORDS", "kitchenPassword")
+	}
+	seen := map[string]bool{}
+	for _, id := range req.Boxes {
+		if seen[id] {
+			return bad("INVALID_SETUP", "boxes")
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+func (w *Wizard) handleCreate(c echo.Context) error {
+	var req CreateRequest
+	if err := httpapi.DecodeBody(c, &req); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_SETUP")
+	}
+	if r := req.validate(); r != nil {
+		return httpapi.Write(c, *r)
+	}
+	w.mu.Lock()
+	if w.progress.State == "working" || w.progress.State == "done" {
+		w.mu.Unlock()
+		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")
+	}
+	var picked []entry
+	for _, id := range req.Boxes {
+		e, ok := w.found[id]
+		if !ok {
+			w.mu.Unlock()
+			return httpapi.Write(c, httpapi.Refusal{Status: http.StatusNotFound, Code: "BOX_NOT_FOUND", Field: "boxes"})
+		}
+		picked = append(picked, e)
+	}
+	// The wizard's own box is a, the others follow as listed.
+	sort.SliceStable(picked, func(i, j int) bool { return picked[i].Self && !picked[j].Self })
+	w.progress = Progress{State: "working"}
+	for i, e := range picked {
+		w.progress.Boxes = append(w.progress.Boxes, BoxProgress{ID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname,
+			NodeID: string(rune('a' + i)), Step: StepFound})
+	}
+	w.mu.Unlock()
+	go w.form(req, picked)
+	return c.JSON(http.StatusAccepted, w.Progress())
+}
+
+func (w *Wizard) setStep(i int, step, errCode, detail string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if step != "" {
+		w.progress.Boxes[i].Step = step
+	}
+	w.progress.Boxes[i].Error, w.progress.Boxes[i].Detail = errCode, detail
+}
+
+func (w *Wizard) fail(code string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.progress.State, w.progress.Error = "failed", code
+}
+
+// reasonOf is the reason code of a box's refusal, or UNREACHABLE.
+func reasonOf(err error) (string, string) {
+	if r, ok := err.(*RefusedError); ok {
+		return r.Code, r.Message
+	}
+	if err == ErrFingerprint {
+		return "FINGERPRINT_MISMATCH", err.Error()
+	}
+	return "UNREACHABLE", err.Error()
+}
+
+// ShopID makes a shop id from the shop's name: its ASCII letters and
+// digits, else "shop".
+func ShopID(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case (r == ' ' || r == '-' || r == '_') && b.Len() > 0:
+			b.WriteByte('-')
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if s == "" {
+		return "shop"
+	}
+	return s
+}
+
+// form claims the picked boxes, makes the cluster with package cluster
+// (as init does), pushes every box its bundle (this box last: it stops
+// its setup server to become a member) and follows them until ready.
+func (w *Wizard) form(req CreateRequest, picked []entry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	clients := make([]*Client, len(picked))
+	tokens := make([]string, len(picked))
+	release := func() {
+		for i, t := range tokens {
+			if t != "" {
+				rctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+				clients[i].Release(rctx, t)
+				c()
+			}
+		}
+	}
+	for i, e := range picked {
+		clients[i] = NewClient(e.Addr, e.Fingerprint)
+		tok, err := clients[i].Claim(ctx, w.box.id.ID, req.SetupCode)
+		if err != nil {
+			code, detail := reasonOf(err)
+			w.setStep(i, "", code, detail)
+			release()
+			w.fail(code)
+			return
+		}
+		tokens[i] = tok
+		w.setStep(i, StepClaimed, "", "")
+	}
+	cl, err := w.makeCluster(req)
+	if err != nil {
+		release()
+		w.fail("INTERNAL")
+		return
+	}
+	boxes := make([]cluster.Box, len(picked))
+	for i, e := range picked {
+		host, _, _ := net.SplitHostPort(e.Addr)
+		boxes[i] = cluster.Box{ID: string(rune('a' + i)), Host: host, HTTPPort: strconv.Itoa(e.Info.Ports.HTTP),
+			RaftPort: strconv.Itoa(e.Info.Ports.Raft), HTTPSPort: strconv.Itoa(e.Info.Ports.HTTPS)}
+	}
+	peers := cl.Peers(boxes)
+	order := make([]int, 0, len(picked))
+	for i, e := range picked {
+		if !e.Self {
+			order = append(order, i)
+		}
+	}
+	for i, e := range picked {
+		if e.Self {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		bundle, err := cl.Bundle(boxes[i], peers, false, true)
+		if err == nil {
+			err = clients[i].Configure(ctx, tokens[i], bundle)
+		}
+		if err != nil {
+			code, detail := reasonOf(err)
+			w.setStep(i, "", code, detail)
+			w.fail(code)
+			return
+		}
+		tokens[i] = "" // configured: nothing to release
+	}
+	w.follow(ctx, req, boxes, peers)
+}
+
+func (w *Wizard) makeCluster(req CreateRequest) (*cluster.Cluster, error) {
+	cl, err := cluster.New(ShopID(req.ShopName))
+	if err != nil {
+		return nil, err
+	}
+	if cl.StaffPasswordHash, _, _, err = cluster.Password(req.ManagerPassword); err != nil {
+		return nil, err
+	}
+	if cl.KitchenPasswordHash, _, _, err = cluster.Password(req.KitchenPassword); err != nil {
+		return nil, err
+	}
+	tax := req.TaxRatePercent
+	cl.TaxRatePercent = &tax
+	cl.PublicURL = guestURL(req.GuestName, w.box.ports.HTTP)
+	return cl, nil
+}
+
+// guestURL is public_url for the guest name on the members' HTTP port.
+func guestURL(name string, port int) string {
+	if port == 80 {
+		return "http://" + name
+	}
+	return "http://" + net.JoinHostPort(name, strconv.Itoa(port))
+}
+
+// follow watches each box come up: answering (started), in the cluster
+// with every other box (joined), ready to take orders (ready).
+func (w *Wizard) follow(ctx context.Context, req CreateRequest, boxes []cluster.Box, peers []node.Peer) {
+	hc := &http.Client{Timeout: 3 * time.Second}
+	get := func(url string) (int, []byte) {
+		r, err := hc.Get(url)
+		if err != nil {
+			return 0, nil
+		}
+		defer r.Body.Close()
+		var buf [1 << 16]byte
+		n, _ := r.Body.Read(buf[:])
+		return r.StatusCode, buf[:n]
+	}
+	for {
+		allReady := true
+		for i, p := range peers {
+			base := "http://" + p.HTTPAddr
+			step := ""
+			if code, _ := get(base + "/healthz"); code == http.StatusOK {
+				step = StepStarted
+				if code, body := get(base + "/api/cluster/status"); code == http.StatusOK && listsAll(body, peers) {
+					step = StepJoined
+					if code, _ := get(base + "/readyz"); code == http.StatusOK {
+						step = StepReady
+					}
+				}
+			}
+			if step != "" {
+				w.setStep(i, step, "", "")
+			}
+			if step != StepReady {
+				allReady = false
+			}
+		}
+		if allReady {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			w.fail("TIMEOUT")
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	d := &Done{ShopName: req.ShopName, GuestURL: guestURL(req.GuestName, w.box.ports.HTTP) + "/"}
+	first := peers[0]
+	d.StaffURL = "https://" + first.HTTPSAddr + "/staff/"
+	d.KitchenURL = "https://" + first.HTTPSAddr + "/kitchen/"
+	d.CAURL = "http://" + first.HTTPAddr + "/ca"
+	for i, p := range peers {
+		d.Boxes = append(d.Boxes, struct {
+			NodeID   string `json:"nodeId"`
+			Hostname string `json:"hostname"`
+			StaffURL string `json:"staffUrl"`
+		}{p.ID, w.progress.Boxes[i].Hostname, "https://" + p.HTTPSAddr + "/staff/"})
+	}
+	w.mu.Lock()
+	w.progress.State, w.progress.Done = "done", d
+	w.mu.Unlock()
+
+}
+
+// listsAll reports whether a status body (guest view) lists every peer.
+func listsAll(body []byte, peers []node.Peer) bool {
+	var s struct {
+		Nodes []struct {
+			ID string `json:"id"`
+		} `json:"nodes"`
+	}
+	if json.Unmarshal(body, &s) != nil {
+		return false
+	}
+	have := map[string]bool{}
+	for _, n := range s.Nodes {
+		have[n.ID] = true
+	}
+	for _, p := range peers {
+		if !have[p.ID] {
+			return false
+		}
+	}
+	return true
+}
