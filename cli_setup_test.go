@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"masterorder/node/nodetest"
+	"masterorder/setup"
+)
+
+// setupBox is one `masterorder run` in setup mode, in this process, with
+// its own box layout under a temp dir.
+type setupBox struct {
+	layout     setup.Layout
+	addr       string // setup page, then the member's HTTP
+	httpsPort  int
+	cancel     context.CancelFunc
+	done       chan error
+	extraFlags []string
+}
+
+const (
+	setupManagerPW = "tonkotsu-2026-shop"
+	setupKitchenPW = "kitchen screen 77"
+)
+
+// startSetupBoxes starts n unconfigured boxes on loopback that find each
+// other through --probe. flags adds flags per box.
+func startSetupBoxes(t *testing.T, n int, flags func(i int, l setup.Layout) []string) []*setupBox {
+	t.Helper()
+	boxes := make([]*setupBox, n)
+	var addrs []string
+	for i := range boxes {
+		dir := t.TempDir()
+		boxes[i] = &setupBox{layout: setup.Layout{EtcDir: filepath.Join(dir, "etc"), StateDir: filepath.Join(dir, "state"),
+			BootDir: filepath.Join(dir, "boot"), SysRoot: filepath.Join(dir, "sys")},
+			addr: "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t)), httpsPort: nodetest.FreePort(t)}
+		os.MkdirAll(boxes[i].layout.BootDir, 0o755)
+		addrs = append(addrs, boxes[i].addr)
+	}
+	for i, b := range boxes {
+		args := []string{"--etc-dir", b.layout.EtcDir, "--state-dir", b.layout.StateDir, "--boot-dir", b.layout.BootDir,
+			"--sys-root", b.layout.SysRoot, "--listen", b.addr, "--https-port", strconv.Itoa(b.httpsPort),
+			"--raft-port", strconv.Itoa(nodetest.FreePort(t)), "--window-from-start", "--mdns=false", "--probe", strings.Join(addrs, ",")}
+		if flags != nil {
+			args = append(args, flags(i, b.layout)...)
+		}
+		b.extraFlags = args
+		b.start(t)
+	}
+	for _, b := range boxes {
+		waitHTTP(t, "http://"+b.addr+"/setup/", 200)
+	}
+	return boxes
+}
+
+func (b *setupBox) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel, b.done = cancel, make(chan error, 1)
+	go func() { b.done <- cmdRun(ctx, b.extraFlags, io.Discard) }()
+	t.Cleanup(func() { b.stop(t) })
+}
+
+func (b *setupBox) stop(t *testing.T) {
+	if b.cancel == nil {
+		return
+	}
+	b.cancel()
+	select {
+	case <-b.done:
+	case <-time.After(30 * time.Second):
+		t.Error("box did not stop")
+	}
+	b.cancel = nil
+}
+
+func waitHTTP(t *testing.T, url string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(url)
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered %d: %v", url, want, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func jsonCall(t *testing.T, c *http.Client, method, url string, hdr map[string]string, in, out any) int {
+	t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, body)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Logf("%s %s: %v", method, url, err)
+		return 0
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if out != nil {
+		json.Unmarshal(raw, out)
+	}
+	if res.StatusCode >= 300 {
+		t.Logf("%s %s: %d %s", method, url, res.StatusCode, raw)
+	}
+	return res.StatusCode
+}
+
+// listBoxes asks the wizard of box b for the boxes it found.
+func listBoxes(t *testing.T, b *setupBox) []setup.BoxView {
+	t.Helper()
+	var r struct{ Boxes []setup.BoxView }
+	if code := jsonCall(t, http.DefaultClient, "GET", "http://"+b.addr+"/setup/api/boxes", nil, nil, &r); code != 200 {
+		t.Fatalf("boxes: %d", code)
+	}
+	return r.Boxes
+}
+
+// runWizard ticks ids on box b's wizard, creates and waits for the end.
+func runWizard(t *testing.T, b *setupBox, ids []string, code string) setup.Progress {
+	t.Helper()
+	req := setup.CreateRequest{Boxes: ids, ShopName: "Ramen Tanaka", ManagerPassword: setupManagerPW, KitchenPassword: setupKitchenPW,
+		TaxRatePercent: 10, SetupCode: code}
+	if st := jsonCall(t, http.DefaultClient, "POST", "http://"+b.addr+"/setup/api/create", nil, req, nil); st != 202 {
+		t.Fatalf("create: %d", st)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	var p setup.Progress
+	for time.Now().Before(deadline) {
+		// The wizard's own box becomes a member midway: a moment without
+		// an answer is expected.
+		if jsonCall(t, &http.Client{Timeout: 3 * time.Second}, "GET", "http://"+b.addr+"/setup/api/progress", nil, nil, &p) == 200 &&
+			(p.State == "done" || p.State == "failed") {
+			return p
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("wizard never finished: %+v", p)
+	return p
+}
+
+// tablet is an HTTPS client that installed the cluster CA from /ca.crt.
+func tablet(t *testing.T, httpAddr string) *http.Client {
+	t.Helper()
+	res, err := http.Get("http://" + httpAddr + "/ca.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("/ca.crt: %d", res.StatusCode)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// TestSetupWizardFormsCluster: three unconfigured boxes, formed through
+// the wizard's HTTP API, end as one cluster with one leader, and every
+// box takes a guest order; the claimed boxes stay members after a
+// restart and refuse setup calls.
+func TestSetupWizardFormsCluster(t *testing.T) {
+	boxes := startSetupBoxes(t, 3, nil)
+	found := listBoxes(t, boxes[0])
+	if len(found) != 3 || !found[0].Self {
+		t.Fatalf("wizard found %+v, want 3 boxes, itself first", found)
+	}
+	var ids []string
+	for _, f := range found {
+		ids = append(ids, f.ID)
+		if len(f.ShortCode) != 4 || f.Hostname == "" {
+			t.Errorf("box listed without short code or hostname: %+v", f)
+		}
+	}
+	p := runWizard(t, boxes[0], ids, "")
+	if p.State != "done" || p.Done == nil {
+		t.Fatalf("wizard: %+v", p)
+	}
+	for _, b := range p.Boxes {
+		if b.Step != setup.StepReady {
+			t.Errorf("box %s ended at %q", b.ShortCode, b.Step)
+		}
+	}
+	for i, b := range boxes {
+		if b.layout.ModeOf() != setup.ModeMember {
+			t.Errorf("box %d: mode %s after the wizard", i, b.layout.ModeOf())
+		}
+	}
+	tab := tablet(t, boxes[1].addr)
+	leaders := map[string]bool{}
+	for i, b := range boxes {
+		base := "https://127.0.0.1:" + strconv.Itoa(b.httpsPort)
+		var login struct{ Token string }
+		if st := jsonCall(t, tab, "POST", base+"/api/staff/login", nil, map[string]string{"password": setupManagerPW}, &login); st != 200 {
+			t.Fatalf("box %d: manager login over HTTPS: %d", i, st)
+		}
+		auth := map[string]string{"Authorization": "Bearer " + login.Token}
+		var st struct {
+			State  string
+			Leader *struct{ ID string }
+			Nodes  []struct{ ID string }
+		}
+		jsonCall(t, tab, "GET", base+"/api/cluster/status", auth, nil, &st)
+		if len(st.Nodes) != 3 || st.Leader == nil {
+			t.Fatalf("box %d status: %+v", i, st)
+		}
+		leaders[st.Leader.ID] = true
+		if i == 0 {
+			item := map[string]any{"name": "醤油ラーメン", "nameEn": "Shoyu ramen", "category": "noodles", "price": 900, "available": true}
+			if code := jsonCall(t, tab, "PUT", base+"/api/staff/menu/ramen", auth, item, nil); code != 200 {
+				t.Fatalf("menu: %d", code)
+			}
+		}
+		var sess struct{ SessionID, Pin string }
+		if code := jsonCall(t, tab, "POST", base+"/api/staff/sessions", auth, map[string]string{"tableId": fmt.Sprintf("T%d", i+1)}, &sess); code != 200 {
+			t.Fatalf("box %d: open table: %d", i, code)
+		}
+		var order struct {
+			Allowed bool
+			OrderID int64
+		}
+		hdr := map[string]string{"Idempotency-Key": fmt.Sprintf("550e8400-e29b-41d4-a716-44665544000%d", i), "X-MasterOrder-Client-Id": fmt.Sprintf("guest-setuptest-%d", i), "X-Session-PIN": sess.Pin}
+		guest := &http.Client{Timeout: 15 * time.Second}
+		if code := jsonCall(t, guest, "POST", "http://"+b.addr+"/api/guest/sessions/"+sess.SessionID+"/orders", hdr,
+			map[string]any{"items": []map[string]any{{"menuId": "ramen", "quantity": 1}}}, &order); code != 200 || !order.Allowed {
+			t.Errorf("box %d: guest order: %d %+v", i, code, order)
+		}
+	}
+	if len(leaders) != 1 {
+		t.Errorf("boxes name different leaders: %v", leaders)
+	}
+	// A member refuses every setup call, over TLS or not.
+	if _, err := setup.Probe(context.Background(), boxes[2].addr); err == nil {
+		t.Error("a member answered the claim channel's info")
+	}
+	var refusal struct{ ReasonCode string }
+	if code := jsonCall(t, http.DefaultClient, "POST", "http://"+boxes[2].addr+"/setup/api/create", nil, map[string]any{}, &refusal); code != 409 || refusal.ReasonCode != "NOT_IN_SETUP" {
+		t.Errorf("member's wizard create: %d %s", code, refusal.ReasonCode)
+	}
+	if code := jsonCall(t, http.DefaultClient, "POST", "http://"+boxes[2].addr+"/setup/v1/claim", nil, map[string]any{"claimer": "x"}, &refusal); code != 409 || refusal.ReasonCode != "NOT_IN_SETUP" {
+		t.Errorf("member's claim: %d %s", code, refusal.ReasonCode)
+	}
+	// Restarted, a member comes back a member, never in setup mode.
+	boxes[2].stop(t)
+	boxes[2].start(t)
+	waitHTTP(t, "http://"+boxes[2].addr+"/readyz", 200)
+	if code := jsonCall(t, http.DefaultClient, "GET", "http://"+boxes[2].addr+"/setup/api/boxes", nil, nil, &refusal); code != 409 {
+		t.Errorf("restarted member's wizard: %d", code)
+	}
+	for _, path := range []string{"/ca.crt", "/ca.mobileconfig"} {
+		res, err := http.Get("http://" + boxes[2].addr + path)
+		if err != nil || res.StatusCode != 200 {
+			t.Errorf("%s on a member: %v %v", path, err, res)
+		} else {
+			res.Body.Close()
+		}
+	}
+}
