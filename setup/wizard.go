@@ -136,62 +136,15 @@ func (w *Wizard) Progress() Progress {
 func (w *Wizard) Discover(ctx context.Context, selfHost string) []BoxView {
 	b := w.box
 	seen := map[string]entry{}
-	var mu sync.Mutex
-	add := func(e entry) {
-		mu.Lock()
-		defer mu.Unlock()
-		if old, ok := seen[e.ID]; ok && old.Via == "mdns" {
-			return
+	// A box answering its own mDNS query, or in its own probe list, is
+	// itself: it is asked directly.
+	for _, c := range Find(ctx, FindOptions{MDNS: b.opts.MDNS, Probe: b.opts.Probe, States: []Mode{ModeSetup, ModeClaimed}}) {
+		if c.ID == b.id.ID {
+			seen[c.ID] = entry{Found: c.Found, Info: b.Info(), Self: true}
+		} else {
+			seen[c.ID] = entry{Found: c.Found, Info: c.Info}
 		}
-		seen[e.ID] = e
 	}
-	var wg sync.WaitGroup
-	if b.opts.MDNS {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			found, err := Browse(ctx, 1500*time.Millisecond)
-			if err != nil {
-				b.log.Debug("setup: mDNS browse", "error", err)
-			}
-			for _, f := range found {
-				if f.ID == b.id.ID {
-					add(entry{Found: f, Info: b.Info(), Self: true})
-					continue
-				}
-				if f.State != ModeSetup {
-					continue
-				}
-				wg.Add(1)
-				go func(f Found) {
-					defer wg.Done()
-					ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
-					defer cancel()
-					info, err := NewClient(f.Addr, f.Fingerprint).Info(ictx)
-					if err != nil || info.ID != f.ID {
-						b.log.Debug("setup: found box does not answer as announced", "addr", f.Addr, "error", err)
-						return
-					}
-					add(entry{Found: f, Info: info})
-				}(f)
-			}
-		}()
-	}
-	for _, addr := range b.opts.Probe {
-		wg.Add(1)
-		go func(addr string) {
-			defer wg.Done()
-			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			info, err := Probe(pctx, addr)
-			if err != nil {
-				return
-			}
-			f := Found{ID: info.ID, State: info.State, Version: info.Version, Fingerprint: info.Fingerprint, Addr: addr, Via: "probe"}
-			add(entry{Found: f, Info: info, Self: info.ID == b.id.ID})
-		}(addr)
-	}
-	wg.Wait()
 	if _, ok := seen[b.id.ID]; !ok {
 		host := selfHost
 		if h, _, err := net.SplitHostPort(b.Addr()); err == nil && h != "" && !net.ParseIP(h).IsUnspecified() {
