@@ -189,16 +189,20 @@ func tablet(t *testing.T, httpAddr string) *http.Client {
 // box takes a guest order; the claimed boxes stay members after a
 // restart and refuse setup calls.
 func TestSetupWizardFormsCluster(t *testing.T) {
-	boxes := startSetupBoxes(t, 3, nil)
+	all := startSetupBoxes(t, 4, nil)
+	boxes, rogue := all[:3], all[3]
 	found := listBoxes(t, boxes[0])
-	if len(found) != 3 || !found[0].Self {
-		t.Fatalf("wizard found %+v, want 3 boxes, itself first", found)
+	if len(found) != 4 || !found[0].Self {
+		t.Fatalf("wizard found %+v, want 4 boxes, itself first", found)
 	}
+	rogueID := identityOf(t, rogue).ID
 	var ids []string
 	for _, f := range found {
-		ids = append(ids, f.ID)
 		if len(f.ShortCode) != 4 || f.Hostname == "" {
 			t.Errorf("box listed without short code or hostname: %+v", f)
+		}
+		if f.ID != rogueID { // the owner ticks three of the four
+			ids = append(ids, f.ID)
 		}
 	}
 	p := runWizard(t, boxes[0], ids, "")
@@ -214,6 +218,13 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 		if b.layout.ModeOf() != setup.ModeMember {
 			t.Errorf("box %d: mode %s after the wizard", i, b.layout.ModeOf())
 		}
+	}
+	// The box nobody ticked was never claimed and is in no cluster.
+	if rogue.layout.ModeOf() != setup.ModeSetup {
+		t.Errorf("the unticked box is %s", rogue.layout.ModeOf())
+	}
+	if info, err := setup.Probe(context.Background(), rogue.addr); err != nil || info.State != setup.ModeSetup {
+		t.Errorf("the unticked box: %+v %v", info, err)
 	}
 	tab := tablet(t, boxes[1].addr)
 	leaders := map[string]bool{}
@@ -284,4 +295,13 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 			res.Body.Close()
 		}
 	}
+}
+
+func identityOf(t *testing.T, b *setupBox) setup.Identity {
+	t.Helper()
+	id, err := setup.LoadIdentity(b.layout.SetupDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -273,6 +273,18 @@ func (w *Wizard) handleCreate(c echo.Context) error {
 		return httpapi.Write(c, *r)
 	}
 	w.mu.Lock()
+	missing := false
+	for _, id := range req.Boxes {
+		_, ok := w.found[id]
+		missing = missing || !ok
+	}
+	w.mu.Unlock()
+	if missing { // ticked on a list this box has not made (another tab, a restart): look again
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 8*time.Second)
+		w.Discover(ctx, localHost(c))
+		cancel()
+	}
+	w.mu.Lock()
 	if w.progress.State == "working" || w.progress.State == "done" {
 		w.mu.Unlock()
 		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")

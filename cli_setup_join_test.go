@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/node"
+	"masterorder/node/nodetest"
+	"masterorder/orders"
+	"masterorder/setup"
+)
+
+// joinBox is a box in setup mode in this process whose member node the
+// test can reach (what the console's handlers hold).
+type joinBox struct {
+	*setup.Box
+	layout setup.Layout
+	https  int
+	mu     sync.Mutex
+	node   *node.Node
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (b *joinBox) member() *node.Node {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.node
+}
+
+func startJoinBox(t *testing.T) *joinBox {
+	t.Helper()
+	dir := t.TempDir()
+	jb := &joinBox{layout: setup.Layout{EtcDir: filepath.Join(dir, "etc"), StateDir: filepath.Join(dir, "state"), SysRoot: filepath.Join(dir, "sys")},
+		https: nodetest.FreePort(t)}
+	log := newLogger(node.LogConfig{Level: "error"}, io.Discard)
+	b, err := setup.New(setup.Options{Layout: jb.layout, Listen: "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t)), HTTPSPort: jb.https,
+		RaftPort: nodetest.FreePort(t), WindowFromStart: true, Version: "test", Logger: log,
+		Start: func(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
+			cfg, err := orders.LoadConfig(path)
+			if err != nil {
+				return nil, err
+			}
+			n, _, err := startStore(ctx, cfg, log, orders.Options{}, routes)
+			if err != nil {
+				return nil, err
+			}
+			jb.mu.Lock()
+			jb.node = n
+			jb.mu.Unlock()
+			return n.Stop, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	jb.Box = b
+	ctx, cancel := context.WithCancel(context.Background())
+	jb.cancel, jb.done = cancel, make(chan error, 1)
+	go func() { jb.done <- b.Run(ctx) }()
+	t.Cleanup(jb.stop)
+	return jb
+}
+
+func (b *joinBox) stop() {
+	if b.cancel != nil {
+		b.cancel()
+		<-b.done
+		b.cancel = nil
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSetupGrowAndReplace: a one-box store made by the wizard grows to
+// three boxes through AddToCluster (the console's "add this box"), then a
+// dead box is replaced by a fresh one ("replace b with this box"): remove
+// before add, and the new box holds what the store held.
+func TestSetupGrowAndReplace(t *testing.T) {
+	a := startJoinBox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	found := setup.Find(ctx, setup.FindOptions{Probe: []string{a.Addr()}})
+	if len(found) != 1 {
+		t.Fatalf("found %+v", found)
+	}
+	p := runWizard(t, &setupBox{addr: a.Addr()}, []string{found[0].ID}, "")
+	if p.State != "done" {
+		t.Fatalf("one-box wizard: %+v", p)
+	}
+	waitFor(t, "a member", func() bool { return a.member() != nil && a.member().Ready() })
+	cfgA, err := orders.LoadConfig(a.layout.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := func(target *joinBox, replaces string) setup.Joined {
+		t.Helper()
+		c := setup.Find(ctx, setup.FindOptions{Probe: []string{target.Addr()}})
+		if len(c) != 1 {
+			t.Fatalf("target not in setup mode: %+v", c)
+		}
+		j, err := setup.AddToCluster(ctx, a.member(), setup.JoinRequest{Config: cfgA, TLSDir: a.layout.TLSDir(), Target: c[0].Found, Replaces: replaces})
+		if err != nil {
+			t.Fatalf("add %s: %v", target.Addr(), err)
+		}
+		waitFor(t, j.NodeID+" ready", func() bool { return target.member() != nil && target.member().Ready() })
+		return j
+	}
+	b, c := startJoinBox(t), startJoinBox(t)
+	if j := join(b, ""); j.NodeID != "b" {
+		t.Errorf("second box got id %s", j.NodeID)
+	}
+	join(c, "")
+	if n := len(a.member().Members()); n != 3 {
+		t.Fatalf("%d members after growing", n)
+	}
+	// Something for the replacement to hold.
+	tab := tablet(t, a.Addr())
+	base := "https://127.0.0.1:" + strconv.Itoa(a.https)
+	var login struct{ Token string }
+	if st := jsonCall(t, tab, "POST", base+"/api/staff/login", nil, map[string]string{"password": setupManagerPW}, &login); st != 200 {
+		t.Fatalf("login: %d", st)
+	}
+	auth := map[string]string{"Authorization": "Bearer " + login.Token}
+	if st := jsonCall(t, tab, "PUT", base+"/api/staff/menu/ramen", auth, map[string]any{"name": "ラーメン", "category": "noodles", "price": 900, "available": true}, nil); st != 200 {
+		t.Fatalf("menu: %d", st)
+	}
+	// b dies for good; d replaces it.
+	b.stop()
+	d := startJoinBox(t)
+	j := join(d, "b")
+	if j.NodeID != "d" {
+		t.Errorf("replacement got id %s (ids are never reused)", j.NodeID)
+	}
+	ids := map[string]bool{}
+	for _, m := range a.member().Members() {
+		ids[m.ID] = true
+	}
+	if len(ids) != 3 || ids["b"] || !ids["d"] {
+		t.Errorf("members after replacing b: %v", ids)
+	}
+	waitFor(t, "the menu on d", func() bool {
+		var menu struct{ Items []struct{ MenuID string } }
+		base := "https://127.0.0.1:" + strconv.Itoa(d.https)
+		return jsonCall(t, tab, "GET", base+"/api/staff/menu", auth, nil, &menu) == 200 && len(menu.Items) == 1
+	})
+}
