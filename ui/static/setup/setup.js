@@ -1,0 +1,273 @@
+// setup.js — the setup wizard: pick boxes, name the shop, watch the
+// boxes form the cluster, then the done page with the tablets' CA and a
+// printable setup sheet. The passwords stay in this page's memory only,
+// for the sheet; the server keeps nothing but their hashes.
+
+import '/assets/shell.js';
+import { $, $$, h, clear } from '/assets/dom.js';
+import { createI18n } from '/assets/i18n.js';
+import { STRINGS } from './strings.js';
+
+const T = createI18n(STRINGS);
+const STEPS = ['found', 'claimed', 'started', 'joined', 'ready'];
+
+const state = {
+  step: 'boxes',
+  boxes: [],
+  picked: new Set(),
+  looking: false,
+  form: null, // what the owner typed, for the sheet
+  progress: null,
+};
+
+async function api(method, path, body) {
+  const opts = { method, headers: { 'Accept-Language': T.lang(), 'Content-Type': 'application/json' } };
+  if (body !== undefined) opts.body = JSON.stringify(body);
+  const res = await fetch(path, opts);
+  let data = null;
+  try { data = await res.json(); } catch { data = null; }
+  return { status: res.status, data };
+}
+
+let toastTimer = 0;
+function toast(msg) {
+  const el = $('#toast');
+  el.textContent = msg;
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.hidden = true; }, 3500);
+}
+
+function show(step) {
+  state.step = step;
+  for (const s of $$('main > .screen')) s.hidden = s.id !== 'step-' + step;
+  const order = ['boxes', 'shop', 'progress', 'done'];
+  for (const li of $$('.steps li')) {
+    const i = order.indexOf(li.dataset.step);
+    li.classList.toggle('is-current', li.dataset.step === step);
+    li.classList.toggle('is-past', i < order.indexOf(step));
+  }
+  render();
+}
+
+// ---- step 1: boxes
+
+async function lookForBoxes() {
+  state.looking = true;
+  render();
+  try {
+    const r = await api('GET', '/setup/api/boxes');
+    if (r.status === 200) {
+      state.boxes = r.data.boxes || [];
+      const ids = new Set(state.boxes.map((b) => b.id));
+      for (const id of [...state.picked]) if (!ids.has(id)) state.picked.delete(id);
+      if (state.picked.size === 0) {
+        // Three recommended: tick up to three boxes whose window is open.
+        for (const b of state.boxes) if (b.windowOpen && state.picked.size < 3) state.picked.add(b.id);
+      }
+    } else if (r.status === 409) {
+      memberBanner();
+    }
+  } catch {
+    toast(T.t('common.network'));
+  }
+  state.looking = false;
+  render();
+}
+
+function renderBoxes() {
+  const list = $('#box-list');
+  clear(list);
+  for (const b of state.boxes) {
+    const picked = state.picked.has(b.id);
+    const check = h('input', { type: 'checkbox', id: 'pick-' + b.id, checked: picked, disabled: !b.windowOpen, dataset: { boxId: b.id },
+      'aria-label': (b.hostname || b.shortCode) });
+    check.addEventListener('change', () => {
+      if (check.checked) state.picked.add(b.id); else state.picked.delete(b.id);
+      render();
+    });
+    const sub = [b.model, b.serial ? T.t('setup.boxes.serial', { serial: b.serial }) : ''].filter(Boolean).join(' · ');
+    const blink = h('button', { type: 'button', class: 'small', dataset: { identify: b.id }, text: T.t('setup.boxes.identify') });
+    blink.addEventListener('click', () => identify(b.id));
+    list.append(h('div', { class: ['box-card', picked && 'is-picked'], dataset: { box: b.id } },
+      check,
+      h('label', { for: 'pick-' + b.id },
+        h('div', { class: 'name' }, b.hostname || '—', ' ', h('span', { class: 'code', title: T.t('setup.boxes.code') }, b.shortCode)),
+        sub ? h('div', { class: 'sub', text: sub }) : null,
+        b.self ? h('div', { class: 'tag', text: T.t('setup.boxes.thisBox') }) : null,
+        b.windowOpen ? null : h('div', { class: 'error', text: T.t('setup.boxes.closed') })),
+      blink));
+  }
+  const empty = $('#box-empty');
+  empty.hidden = state.boxes.length > 0;
+  empty.textContent = state.looking ? T.t('setup.boxes.empty') : T.t('setup.boxes.none');
+  const n = state.picked.size;
+  const warn = $('#box-warning');
+  warn.hidden = !(n === 1 || n === 2);
+  warn.textContent = n === 1 ? T.t('setup.boxes.one') : n === 2 ? T.t('setup.boxes.two') : '';
+  $('#box-next').disabled = n === 0;
+  $('#box-refresh').disabled = state.looking;
+}
+
+async function identify(id) {
+  try {
+    const r = await api('POST', '/setup/api/identify', { id });
+    if (r.status === 200) toast(r.data.blinking ? T.t('setup.boxes.blinking') : T.t('setup.boxes.noLed'));
+    else toast((r.data && r.data.message) || T.t('common.error'));
+  } catch {
+    toast(T.t('common.network'));
+  }
+}
+
+// ---- step 2: shop
+
+function renderShop() {
+  const needCode = state.boxes.some((b) => state.picked.has(b.id) && b.codeRequired);
+  $('#code-field').hidden = !needCode;
+}
+
+async function create(ev) {
+  ev.preventDefault();
+  const err = $('#shop-error');
+  err.hidden = true;
+  const form = {
+    boxes: state.boxes.filter((b) => state.picked.has(b.id)).map((b) => b.id),
+    shopName: $('#shop-name').value.trim(),
+    managerPassword: $('#manager-pw').value,
+    kitchenPassword: $('#kitchen-pw').value,
+    taxRatePercent: Number($('#tax-rate').value || 0),
+    guestName: $('#guest-name').value.trim(),
+    setupCode: $('#setup-code').value.trim(),
+  };
+  if (!form.shopName) {
+    err.textContent = T.t('setup.shop.needName');
+    err.hidden = false;
+    $('#shop-name').focus();
+    return;
+  }
+  $('#shop-create').disabled = true;
+  try {
+    const r = await api('POST', '/setup/api/create', form);
+    if (r.status === 202) {
+      state.form = form;
+      state.progress = r.data;
+      show('progress');
+      poll();
+      return;
+    }
+    err.textContent = (r.data && r.data.message) || T.t('common.error');
+    err.hidden = false;
+    const field = r.data && r.data.field;
+    const input = { shopName: '#shop-name', managerPassword: '#manager-pw', kitchenPassword: '#kitchen-pw', taxRatePercent: '#tax-rate', guestName: '#guest-name' }[field];
+    if (input) $(input).focus();
+  } catch {
+    err.textContent = T.t('common.network');
+    err.hidden = false;
+  } finally {
+    $('#shop-create').disabled = false;
+  }
+}
+
+// ---- step 3: progress
+
+async function poll() {
+  for (;;) {
+    try {
+      // The box showing this page becomes a store box midway: a moment
+      // without an answer is expected.
+      const r = await api('GET', '/setup/api/progress');
+      if (r.status === 200 && r.data) {
+        state.progress = r.data;
+        render();
+        if (r.data.state === 'done') { show('done'); return; }
+        if (r.data.state === 'failed') return;
+      }
+    } catch { /* keep asking */ }
+    await new Promise((res) => setTimeout(res, 700));
+  }
+}
+
+function renderProgress() {
+  const p = state.progress || { boxes: [] };
+  const list = $('#progress-list');
+  clear(list);
+  for (const b of p.boxes || []) {
+    const at = STEPS.indexOf(b.step);
+    list.append(h('li', { class: ['progress-item', b.step === 'ready' && 'is-ready', b.error && 'is-failed'], dataset: { box: b.id, step: b.step } },
+      h('div', { class: 'head' },
+        h('span', {}, b.hostname || '—', ' ', h('span', { class: 'code' }, b.shortCode)),
+        h('span', { class: 'word', text: T.t('setup.step.' + b.step) })),
+      h('div', { class: 'bar', 'aria-hidden': 'true' }, STEPS.map((s, i) => h('span', { class: i <= at ? 'is-on' : '' }))),
+      b.error ? h('div', { class: 'err', text: b.detail || b.error }) : null));
+  }
+  const failed = p.state === 'failed';
+  const e = $('#progress-error');
+  e.hidden = !failed;
+  e.textContent = failed ? T.t('setup.progress.failed') + (p.error ? ' (' + p.error + ')' : '') : '';
+  $('#progress-retry').hidden = !failed;
+}
+
+// ---- step 4: done
+
+function renderDone() {
+  const d = (state.progress && state.progress.done) || null;
+  if (!d) return;
+  $('#ca-qr').src = '/ca/qr.png';
+  $('#ca-ios').href = '/ca.mobileconfig';
+  $('#ca-android').href = '/ca.crt';
+  $('#ca-qr').alt = T.t('setup.done.tablets');
+  $('#staff-link').href = d.staffUrl;
+  $('#kitchen-link').href = d.kitchenUrl;
+  $('#guest-url').textContent = d.guestUrl;
+  const f = state.form;
+  $('#sheet-shop').textContent = d.shopName;
+  $('#sheet-manager').textContent = f ? f.managerPassword : T.t('setup.sheet.lost');
+  $('#sheet-kitchen').textContent = f ? f.kitchenPassword : T.t('setup.sheet.lost');
+  $('#sheet-staff').textContent = d.staffUrl;
+  $('#sheet-guest').textContent = d.guestUrl;
+  const boxes = $('#sheet-boxes');
+  clear(boxes);
+  for (const b of d.boxes || []) boxes.append(h('div', { class: 'mono', text: b.nodeId + ' — ' + (b.hostname || '') + ' — ' + b.staffUrl }));
+}
+
+function memberBanner() {
+  const b = $('#member-banner');
+  b.textContent = T.t('setup.member');
+  b.hidden = false;
+}
+
+function render() {
+  if (state.step === 'boxes') renderBoxes();
+  if (state.step === 'shop') renderShop();
+  if (state.step === 'progress') renderProgress();
+  if (state.step === 'done') renderDone();
+}
+
+$('#box-refresh').addEventListener('click', lookForBoxes);
+$('#box-next').addEventListener('click', () => show('shop'));
+$('#shop-back').addEventListener('click', () => show('boxes'));
+$('#shop-form').addEventListener('submit', create);
+$('#show-pw').addEventListener('change', () => {
+  for (const id of ['#manager-pw', '#kitchen-pw']) $(id).type = $('#show-pw').checked ? 'text' : 'password';
+});
+$('#print-sheet').addEventListener('click', () => window.print());
+$('#progress-retry').addEventListener('click', () => { window.location.reload(); });
+
+T.apply();
+T.bindToggle($('#lang-toggle'));
+T.onChange(() => { T.apply(); render(); });
+
+// A page reopened midway picks up where the wizard is.
+(async () => {
+  try {
+    const r = await api('GET', '/setup/api/progress');
+    if (r.status === 200 && r.data) {
+      state.progress = r.data;
+      if (r.data.state === 'working' || r.data.state === 'failed') { show('progress'); poll(); return; }
+      if (r.data.state === 'done') { show('done'); return; }
+      if (r.data.state === 'member') { memberBanner(); show('boxes'); return; }
+    }
+  } catch { /* setup mode: go on */ }
+  show('boxes');
+  lookForBoxes();
+})();
