@@ -23,29 +23,40 @@ type Found struct {
 }
 
 // Browse asks the LAN for boxes for up to wait and returns what answered
-// (a box answering twice is listed once).
+// (a box answering twice is listed once). mDNS is lossy by design: the
+// question is asked three times within wait (RFC 6762 §5.2 repeats it
+// too), and the answers are merged.
 func Browse(ctx context.Context, wait time.Duration) ([]Found, error) {
-	entries := make(chan *mdns.ServiceEntry, 64)
 	seen := map[string]Found{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for e := range entries {
-			if f, ok := parseEntry(e); ok {
-				seen[f.ID] = f
+	var firstErr error
+	for round := 0; round < 3 && ctx.Err() == nil; round++ {
+		entries := make(chan *mdns.ServiceEntry, 64)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for e := range entries {
+				if f, ok := parseEntry(e); ok {
+					seen[f.ID] = f
+				}
 			}
+		}()
+		err := mdns.QueryContext(ctx, &mdns.QueryParam{Service: ServiceType, Domain: "local", Timeout: wait / 3, Entries: entries,
+			DisableIPv6: true, Logger: quietLog})
+		close(entries)
+		<-done
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
-	}()
-	err := mdns.QueryContext(ctx, &mdns.QueryParam{Service: ServiceType, Domain: "local", Timeout: wait, Entries: entries,
-		DisableIPv6: true, Logger: quietLog})
-	close(entries)
-	<-done
+	}
 	out := make([]Found, 0, len(seen))
 	for _, f := range seen {
 		out = append(out, f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, err
+	if len(out) > 0 {
+		return out, nil
+	}
+	return out, firstErr
 }
 
 // parseEntry reads a DNS-SD answer; one without an id or fingerprint is
