@@ -95,12 +95,14 @@ func (x *Announcer) Close() {
 }
 
 // LocalIPs are this machine's IPv4 addresses on interfaces that are up,
-// loopback only when there is nothing else (a test's namespace).
+// leaving out container and VM bridges and link-local addresses (the
+// other boxes could not reach them); loopback only when there is nothing
+// else (a test's namespace).
 func LocalIPs() []net.IP {
 	var out, loop []net.IP
 	ifs, _ := net.Interfaces()
 	for _, ifc := range ifs {
-		if ifc.Flags&net.FlagUp == 0 {
+		if ifc.Flags&net.FlagUp == 0 || virtualInterface(ifc.Name) {
 			continue
 		}
 		addrs, _ := ifc.Addrs()
@@ -113,6 +115,9 @@ func LocalIPs() []net.IP {
 				loop = append(loop, ipn.IP.To4())
 				continue
 			}
+			if ipn.IP.IsLinkLocalUnicast() {
+				continue
+			}
 			out = append(out, ipn.IP.To4())
 		}
 	}
@@ -120,4 +125,13 @@ func LocalIPs() []net.IP {
 		return loop
 	}
 	return out
+}
+
+func virtualInterface(name string) bool {
+	for _, p := range []string{"docker", "br-", "veth", "virbr", "lxc", "cni", "flannel", "tun", "wg"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -74,16 +74,19 @@ type BoxProgress struct {
 
 // Done is what the done page shows.
 type Done struct {
-	ShopName   string `json:"shopName"`
-	StaffURL   string `json:"staffUrl"`
-	KitchenURL string `json:"kitchenUrl"`
-	GuestURL   string `json:"guestUrl"`
-	CAURL      string `json:"caUrl"`
-	Boxes      []struct {
-		NodeID   string `json:"nodeId"`
-		Hostname string `json:"hostname"`
-		StaffURL string `json:"staffUrl"`
-	} `json:"boxes"`
+	ShopName   string    `json:"shopName"`
+	StaffURL   string    `json:"staffUrl"`
+	KitchenURL string    `json:"kitchenUrl"`
+	GuestURL   string    `json:"guestUrl"`
+	CAURL      string    `json:"caUrl"`
+	Boxes      []DoneBox `json:"boxes"`
+}
+
+// DoneBox is one box on the done page and the setup sheet.
+type DoneBox struct {
+	NodeID   string `json:"nodeId"`
+	Hostname string `json:"hostname"`
+	StaffURL string `json:"staffUrl"`
 }
 
 // Progress is the wizard's state: idle, working, done or failed.
@@ -425,7 +428,7 @@ func (w *Wizard) form(req CreateRequest, picked []entry) {
 		}
 		tokens[i] = "" // configured: nothing to release
 	}
-	w.follow(ctx, req, boxes, peers)
+	w.follow(ctx, req, peers)
 }
 
 func (w *Wizard) makeCluster(req CreateRequest) (*cluster.Cluster, error) {
@@ -455,7 +458,7 @@ func guestURL(name string, port int) string {
 
 // follow watches each box come up: answering (started), in the cluster
 // with every other box (joined), ready to take orders (ready).
-func (w *Wizard) follow(ctx context.Context, req CreateRequest, boxes []cluster.Box, peers []node.Peer) {
+func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []node.Peer) {
 	hc := &http.Client{Timeout: 3 * time.Second}
 	get := func(url string) (int, []byte) {
 		r, err := hc.Get(url)
@@ -503,16 +506,12 @@ func (w *Wizard) follow(ctx context.Context, req CreateRequest, boxes []cluster.
 	d.StaffURL = "https://" + first.HTTPSAddr + "/staff/"
 	d.KitchenURL = "https://" + first.HTTPSAddr + "/kitchen/"
 	d.CAURL = "http://" + first.HTTPAddr + "/ca"
-	for i, p := range peers {
-		d.Boxes = append(d.Boxes, struct {
-			NodeID   string `json:"nodeId"`
-			Hostname string `json:"hostname"`
-			StaffURL string `json:"staffUrl"`
-		}{p.ID, w.progress.Boxes[i].Hostname, "https://" + p.HTTPSAddr + "/staff/"})
-	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, p := range peers {
+		d.Boxes = append(d.Boxes, DoneBox{NodeID: p.ID, Hostname: w.progress.Boxes[i].Hostname, StaffURL: "https://" + p.HTTPSAddr + "/staff/"})
+	}
 	w.progress.State, w.progress.Done = "done", d
-	w.mu.Unlock()
 
 }
 
