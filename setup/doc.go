@@ -12,6 +12,9 @@
 // window.go (claim window), code.go (setup code), device.go (hostname,
 // model, serial, identify LED), announce.go and browse.go (DNS-SD),
 // claim.go (the claim channel, both sides), state.go (claimed marker,
-// factory reset), box.go (the setup-mode server), wizard.go (forming a
+// factory reset), listener.go (plain HTTP and TLS on one port), box.go
+// (the setup-mode server), ca.go (the cluster CA for tablets, and what a
+// member serves for setup), find.go (listing boxes: mDNS and probe
+// addresses), wizard.go (forming a
 // cluster), join.go (adding or replacing a box of a running cluster).
 package setup
