@@ -205,7 +205,21 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 			ids = append(ids, f.ID)
 		}
 	}
+	// init's strength rule, answered with the field to fix.
+	for _, c := range []struct{ manager, kitchen, code, field string }{
+		{"12345678", setupKitchenPW, "WEAK_PASSWORD", "managerPassword"},
+		{setupManagerPW, "password", "WEAK_PASSWORD", "kitchenPassword"},
+		{setupManagerPW, setupManagerPW, "SAME_PASSWORDS", "kitchenPassword"},
+	} {
+		var r struct{ ReasonCode, Field string }
+		req := setup.CreateRequest{Boxes: ids, ShopName: "x", ManagerPassword: c.manager, KitchenPassword: c.kitchen, TaxRatePercent: 10}
+		if st := jsonCall(t, http.DefaultClient, "POST", "http://"+boxes[0].addr+"/setup/api/create", nil, req, &r); st != 400 || r.ReasonCode != c.code || r.Field != c.field {
+			t.Errorf("create with %q/%q: %d %+v", c.manager, c.kitchen, st, r)
+		}
+	}
+	start := time.Now()
 	p := runWizard(t, boxes[0], ids, "")
+	t.Logf("create → every box ready: %v", time.Since(start).Round(10*time.Millisecond))
 	if p.State != "done" || p.Done == nil {
 		t.Fatalf("wizard: %+v", p)
 	}
