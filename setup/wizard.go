@@ -3,6 +3,7 @@ package setup
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"net"
 	"net/http"
@@ -418,7 +419,7 @@ func (w *Wizard) form(req CreateRequest, picked []entry) {
 	for _, i := range order {
 		bundle, err := cl.Bundle(boxes[i], peers, false, true)
 		if err == nil {
-			err = clients[i].Configure(ctx, tokens[i], bundle)
+			err = configure(ctx, clients[i], tokens[i], bundle)
 		}
 		if err != nil {
 			code, detail := reasonOf(err)
@@ -535,4 +536,30 @@ func listsAll(body []byte, peers []node.Peer) bool {
 		}
 	}
 	return true
+}
+
+// configure pushes a bundle, trying again through a short network blip
+// (some boxes of the cluster may already be configured, waiting for this
+// one). A push whose answer was lost finds the box a member: done.
+func configure(ctx context.Context, c *Client, token string, b cluster.Bundle) error {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+		err = c.Configure(ctx, token, b)
+		switch {
+		case err == nil:
+			return nil
+		case attempt > 0 && IsRefused(err, "NOT_IN_SETUP"):
+			return nil
+		case errors.As(err, new(*RefusedError)):
+			return err // the box said no: trying again will not change it
+		}
+	}
+	return err
 }
