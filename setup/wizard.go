@@ -559,7 +559,26 @@ func configure(ctx context.Context, c *Client, token string, b cluster.Bundle) e
 			return nil
 		case errors.As(err, new(*RefusedError)):
 			return err // the box said no: trying again will not change it
+		case attempt > 0 && answersAsMember(ctx, c.Addr):
+			return nil // the first push went through; its answer was lost
 		}
 	}
 	return err
+}
+
+// answersAsMember reports whether the box at addr now serves as a member
+// (its store answers /healthz where setup mode had none).
+func answersAsMember(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
 }
