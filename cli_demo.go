@@ -214,6 +214,7 @@ func demoSetup(ctx context.Context, listen, dir string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "  box in setup mode  http://%s/setup/\n", a)
 	}
 	fmt.Fprintf(stdout, "open the setup page: http://%s/setup/\n", addrs[0])
+	fmt.Fprintf(stdout, "(the guest name masterorder.local needs mDNS on this machine; type %s as the guest name to open guest pages without it)\n", host)
 	fmt.Fprintln(stdout, "Ctrl-C stops the boxes.")
 	var first error
 	for range addrs {
