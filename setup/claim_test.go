@@ -292,3 +292,23 @@ func TestDeviceAndIdentifyWithoutHardware(t *testing.T) {
 		t.Errorf("LED trigger not given back: %q", b)
 	}
 }
+
+// A box that copies another's id (but cannot have its key) makes both
+// disappear from the list rather than letting the owner tick the copy.
+func TestImpostorIDIsNotListed(t *testing.T) {
+	real := newTestBox(t, t.TempDir(), nil)
+	dir := t.TempDir()
+	copyDir := filepath.Join(dir, "state", "setup")
+	os.MkdirAll(copyDir, 0o700)
+	newIdentity(copyDir)
+	os.WriteFile(filepath.Join(copyDir, idFile), []byte(real.Identity().ID+"\n"), 0o644)
+	impostor := newTestBox(t, dir, nil)
+	if impostor.Identity().ID != real.Identity().ID || impostor.Identity().Fingerprint == real.Identity().Fingerprint {
+		t.Fatal("impostor not set up")
+	}
+	other := newTestBox(t, t.TempDir(), nil)
+	got := Find(ctx5(t), FindOptions{Probe: []string{real.Addr(), impostor.Addr(), other.Addr()}})
+	if len(got) != 1 || got[0].ID != other.Identity().ID {
+		t.Errorf("listed %+v, want only the box with a unique id", got)
+	}
+}

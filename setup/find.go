@@ -41,11 +41,19 @@ func Find(ctx context.Context, opts FindOptions) []Candidate {
 	}
 	var mu sync.Mutex
 	seen := map[string]Candidate{}
+	conflict := map[string]bool{}
 	add := func(c Candidate) {
 		mu.Lock()
 		defer mu.Unlock()
-		if old, ok := seen[c.ID]; ok && old.Via == "mdns" {
-			return
+		if old, ok := seen[c.ID]; ok {
+			if old.Fingerprint != c.Fingerprint {
+				// Two keys answer for one box id: one is an impostor.
+				// Neither is listed, so the owner cannot tick the wrong one.
+				conflict[c.ID] = true
+			}
+			if old.Via == "mdns" {
+				return
+			}
 		}
 		seen[c.ID] = c
 	}
@@ -84,8 +92,10 @@ func Find(ctx context.Context, opts FindOptions) []Candidate {
 	}
 	wg.Wait()
 	out := make([]Candidate, 0, len(seen))
-	for _, c := range seen {
-		out = append(out, c)
+	for id, c := range seen {
+		if !conflict[id] {
+			out = append(out, c)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Info.Device.Hostname != out[j].Info.Device.Hostname {
