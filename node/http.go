@@ -318,6 +318,10 @@ type MemberStatus struct {
 	HTTPSAddr string `json:"httpsAddr,omitempty"`
 	Suffrage  string `json:"suffrage"`
 	Reachable bool   `json:"reachable"`
+	// DownSince is when this box last heard from that one (RFC 3339, its
+	// own wall clock), present while it cannot reach it: the owner's
+	// "box c has not answered since 10:42".
+	DownSince string `json:"downSince,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -367,8 +371,16 @@ func (n *Node) Status() Status {
 			if srv.Suffrage != raft.Voter {
 				suffrage = "nonvoter"
 			}
-			s.Nodes = append(s.Nodes, MemberStatus{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.MemberHTTP(id), HTTPSAddr: n.memberHTTPS(id),
-				Suffrage: suffrage, Reachable: id == n.cfg.NodeID || n.probe.reachable(id)})
+			m := MemberStatus{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.MemberHTTP(id), HTTPSAddr: n.memberHTTPS(id),
+				Suffrage: suffrage, Reachable: id == n.cfg.NodeID}
+			if !m.Reachable {
+				var since time.Time
+				m.Reachable, since = n.probe.state(id)
+				if !since.IsZero() {
+					m.DownSince = since.UTC().Format(time.RFC3339)
+				}
+			}
+			s.Nodes = append(s.Nodes, m)
 		}
 	}
 	n.extrasMu.Lock()
@@ -432,49 +444,4 @@ func (n *Node) memberHTTPS(id string) string {
 
 func constantTimeEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
-}
-
-// peerProbe checks the other members' /healthz so the status can say
-// which boxes this one can reach.
-type peerProbe struct {
-	mu sync.Mutex
-	ok map[string]bool
-}
-
-func (p *peerProbe) reachable(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ok[id]
-}
-
-func (p *peerProbe) run(n *Node) {
-	defer n.wg.Done()
-	client := &http.Client{Timeout: time.Second}
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	for {
-		res := map[string]bool{}
-		if f := n.raft.GetConfiguration(); f.Error() == nil {
-			for _, srv := range f.Configuration().Servers {
-				id := string(srv.ID)
-				addr := n.MemberHTTP(id)
-				if id == n.cfg.NodeID || addr == "" {
-					continue
-				}
-				resp, err := client.Get("http://" + addr + "/healthz")
-				if err == nil {
-					resp.Body.Close()
-					res[id] = resp.StatusCode == http.StatusOK
-				}
-			}
-		}
-		p.mu.Lock()
-		p.ok = res
-		p.mu.Unlock()
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

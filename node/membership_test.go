@@ -103,6 +103,17 @@ func TestReplaceDeadBox(t *testing.T) {
 		m, ok := member(leader, c.Configs[other].NodeID)
 		return ok && m.Reachable
 	})
+	// The owner's page says since when c has not answered.
+	waitFor(t, "the status to say since when c is down", 10*time.Second, func() bool {
+		m, ok := member(leader, "c")
+		return ok && !m.Reachable && m.DownSince != ""
+	})
+	if m, _ := member(leader, "c"); !isRFC3339(m.DownSince) {
+		t.Fatalf("downSince %q is not RFC 3339", m.DownSince)
+	}
+	if m, _ := member(leader, c.Configs[other].NodeID); m.DownSince != "" {
+		t.Fatalf("a live box is down since %s", m.DownSince)
+	}
 	ctx := context.Background()
 	// Removing a live box now would leave a and dead c: refused.
 	if err := c.Nodes[other].RemoveMember(ctx, c.Configs[other].NodeID); memberCode(err) != "WOULD_LOSE_QUORUM" {
@@ -212,4 +223,9 @@ func TestJoinConfig(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("join config: %v", err)
 	}
+}
+
+func isRFC3339(s string) bool {
+	_, err := time.Parse(time.RFC3339, s)
+	return err == nil
 }
