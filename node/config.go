@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"masterorder/node/lanname"
 )
 
 // Duration is a time.Duration written as a Go duration string in TOML.
@@ -59,6 +61,9 @@ type Config struct {
 	// HTTPSAddr serves staff and kitchen (and everything else) over TLS
 	// with this box's certificate from the cluster CA; empty = none.
 	HTTPSAddr string `toml:"https_addr"`
+	// MDNSName is the store's one name for guests, answered on the LAN by
+	// multicast DNS by one member at a time (node/lanname); empty = none.
+	MDNSName string `toml:"mdns_name"`
 
 	HTTP HTTPConfig `toml:"http"`
 	TLS  TLSConfig  `toml:"tls"`
@@ -198,6 +203,11 @@ func (c *Config) Validate() error {
 		}
 		if c.HTTPSAddr == c.HTTPAddr || c.HTTPSAddr == c.RaftAddr {
 			return bad("https_addr", "must be a port of its own")
+		}
+	}
+	if c.MDNSName != "" {
+		if err := lanname.CheckName(c.MDNSName); err != nil {
+			return bad("mdns_name", err.Error())
 		}
 	}
 	if len(c.ClusterSecret) < 16 {

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"masterorder/kv"
+	"masterorder/node/lanname"
 	"masterorder/node/pki"
 	"masterorder/node/tlsnet"
 	"masterorder/raftfsm"
@@ -86,6 +87,8 @@ type Node struct {
 	workersMu     sync.Mutex
 	workers       []worker
 	probe         peerProbe
+	guestName     *lanname.Answerer         // nil without mdns_name
+	staffRoutes   []func(*echo.Group)       // AddStaffRoutes
 	serials       peerSerials               // certificate serials seen per member (peercheck.go)
 	raftRef       atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
 	metrics       *nodeMetrics
@@ -218,6 +221,11 @@ func (n *Node) StartContext(ctx context.Context) error {
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.probe.run(n)
+	if err := n.startGuestName(); err != nil {
+		// Guests still reach every box by its address; the log says why
+		// the name is not answered.
+		n.log.Error("cannot answer the store's name on the LAN", "name", n.cfg.MDNSName, "error", err)
+	}
 	return nil
 }
 

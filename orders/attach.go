@@ -19,6 +19,11 @@ func NodeOptions() node.Options {
 // registers its routes and leader-only workers. Call it after node.New
 // and before Start.
 func Attach(n *node.Node, cfg Config, opts Options) (*Service, error) {
+	if cfg.PublicURL == "" {
+		// No router name: the QR codes carry the name the boxes answer
+		// by mDNS, when the store has one.
+		cfg.PublicURL = n.GuestNameURL()
+	}
 	s, err := New(n, cfg, opts)
 	if err != nil {
 		return nil, err
