@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/node"
+	"masterorder/node/lanname"
 	"masterorder/orders"
 	"masterorder/setup"
 )
@@ -65,8 +66,29 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 			peers = append(peers, p)
 		}
 	}
+	// The owner's phone opens http://masterorder-setup.local/ (a QR code
+	// in the owner's guide): every box in setup mode answers that name,
+	// and any of them shows every box. A box stops answering it the
+	// moment it becomes a member.
+	var setupName *lanname.Answerer
+	if *mdns {
+		if a, err := lanname.Start(lanname.SetupName, nil, log); err != nil {
+			log.Warn("mDNS: the setup name is not answered", "name", lanname.SetupName, "error", err)
+		} else {
+			setupName = a
+			a.SetActive(true)
+			defer a.Close()
+		}
+	}
+	start := setupStart(log)
+	onMember := func(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
+		if setupName != nil {
+			setupName.Close()
+		}
+		return start(ctx, path, routes)
+	}
 	b, err := setup.New(setup.Options{Layout: box, Listen: *listen, HTTPSPort: *httpsPort, RaftPort: *raftPort, Window: *window,
-		WindowFromStart: *fromStart, Version: version, Probe: peers, MDNS: *mdns, Logger: log, Start: setupStart(log)})
+		WindowFromStart: *fromStart, Version: version, Probe: peers, MDNS: *mdns, Logger: log, Start: onMember})
 	if err != nil {
 		return err
 	}
@@ -149,6 +171,11 @@ func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, sv
 	n, err := node.New(cfg.NodeConfig, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.TLS.CAFile != "" {
+		// Add and replace boxes from the console (the CA key the
+		// wizard gave every member is beside the CA certificate).
+		n.AddStaffRoutes(setup.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
 	}
 	svc, err := orders.Attach(n, cfg.Config, svcOpts)
 	if err != nil {

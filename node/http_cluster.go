@@ -32,6 +32,21 @@ func (n *Node) ClusterRoutes(staff *echo.Group) {
 	staff.DELETE("/cluster/members/:id", n.removeMember)
 	staff.POST("/cluster/members/:id/promote", n.promoteMember)
 	staff.GET("/backup", n.backup)
+	n.extrasMu.Lock()
+	more := n.staffRoutes
+	n.extrasMu.Unlock()
+	for _, r := range more {
+		r(staff)
+	}
+}
+
+// AddStaffRoutes adds routes to the staff group ClusterRoutes mounts
+// (growing and healing from the console, package setup). Call it before
+// the domain attaches.
+func (n *Node) AddStaffRoutes(fn func(staff *echo.Group)) {
+	n.extrasMu.Lock()
+	n.staffRoutes = append(n.staffRoutes, fn)
+	n.extrasMu.Unlock()
 }
 
 type addMemberReq struct {

@@ -446,6 +446,7 @@ func (w *Wizard) makeCluster(req CreateRequest) (*cluster.Cluster, error) {
 	tax := req.TaxRatePercent
 	cl.TaxRatePercent = &tax
 	cl.PublicURL = guestURL(req.GuestName, w.box.ports.HTTP)
+	cl.MDNSName = req.GuestName // the members answer it (node/lanname)
 	return cl, nil
 }
 

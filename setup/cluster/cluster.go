@@ -54,6 +54,7 @@ type Config struct {
 	Join          bool        `toml:"join,omitempty"`
 	HTTPSAddr     string      `toml:"https_addr,omitempty"`
 	PublicURL     string      `toml:"public_url,omitempty"`
+	MDNSName      string      `toml:"mdns_name,omitempty"`
 	Peers         []node.Peer `toml:"peers"`
 	HTTP          struct {
 		AllowPlainStaff bool `toml:"allow_plain_staff"`
@@ -156,7 +157,8 @@ type Cluster struct {
 	StaffPasswordHash   string
 	KitchenPasswordHash string
 	PublicURL           string
-	PlainHTTP           bool // labs only: no HTTPS listener, staff over HTTP
+	MDNSName            string // the name the members answer by mDNS (node/lanname)
+	PlainHTTP           bool   // labs only: no HTTPS listener, staff over HTTP
 	TaxRatePercent      *int
 }
 
@@ -178,7 +180,7 @@ func New(shopID string) (*Cluster, error) {
 func FromMember(cfg orders.FileConfig, ca *pki.CA) *Cluster {
 	c := &Cluster{CA: ca, ShopID: cfg.ShopID, ClusterSecret: cfg.ClusterSecret, TokenSecret: cfg.Staff.TokenSecret,
 		StaffPasswordHash: cfg.Staff.PasswordHash, KitchenPasswordHash: cfg.Staff.KitchenPasswordHash,
-		PublicURL: cfg.PublicURL, PlainHTTP: cfg.HTTPSAddr == "", TaxRatePercent: cfg.Shop.TaxRatePercent}
+		PublicURL: cfg.PublicURL, MDNSName: cfg.MDNSName, PlainHTTP: cfg.HTTPSAddr == "", TaxRatePercent: cfg.Shop.TaxRatePercent}
 	return c
 }
 
@@ -212,7 +214,7 @@ func (c *Cluster) Bundle(self Box, peers []node.Peer, join, withCAKey bool) (Bun
 		p.HTTPSAddr = ""
 	}
 	cfg := Config{NodeID: self.ID, ShopID: c.ShopID, HTTPAddr: p.HTTPAddr, RaftAddr: p.RaftAddr, HTTPSAddr: p.HTTPSAddr,
-		PublicURL: c.PublicURL, ClusterSecret: c.ClusterSecret, Join: join, Peers: peers}
+		PublicURL: c.PublicURL, MDNSName: c.MDNSName, ClusterSecret: c.ClusterSecret, Join: join, Peers: peers}
 	cfg.HTTP.AllowPlainStaff = c.PlainHTTP
 	cfg.Staff.PasswordHash, cfg.Staff.TokenSecret, cfg.Staff.KitchenPasswordHash = c.StaffPasswordHash, c.TokenSecret, c.KitchenPasswordHash
 	cfg.Shop.TaxRatePercent = c.TaxRatePercent

@@ -1,0 +1,189 @@
+package setup
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/httpapi"
+	"masterorder/node"
+	"masterorder/orders"
+)
+
+// Growing and healing from the console: a member lists the boxes in setup
+// mode on the LAN (Find) and, on one manager tap, AddToCluster removes
+// the dead box (when replacing), claims and configures the new one and
+// adds it; the console then follows the new box until it holds every
+// order.
+//
+//	GET  /api/staff/cluster/setup-boxes           {"boxes":[BoxView]}
+//	POST /api/staff/cluster/setup-boxes/{id}/join {"replace":"c","setupCode":""} → 202 JoinProgress
+//	GET  /api/staff/cluster/join                  JoinProgress (the current or last join)
+
+// Steps of a console join, in order.
+const (
+	JoinWorking = "working" // removing, claiming, configuring, adding
+	JoinAdded   = "added"   // a member now; catching up from a snapshot
+	JoinReady   = "ready"   // it holds every order and serves
+)
+
+// ConsoleJoin is the console's tap.
+type ConsoleJoin struct {
+	Replace   string `json:"replace,omitempty"` // the member it replaces; empty: add
+	SetupCode string `json:"setupCode,omitempty"`
+}
+
+// JoinProgress is one join as the console shows it.
+type JoinProgress struct {
+	State     string `json:"state"` // idle, working, done, failed
+	BoxID     string `json:"boxId,omitempty"`
+	ShortCode string `json:"shortCode,omitempty"`
+	Hostname  string `json:"hostname,omitempty"`
+	NodeID    string `json:"nodeId,omitempty"`
+	Replaces  string `json:"replaces,omitempty"`
+	Step      string `json:"step,omitempty"`
+	Error     string `json:"error,omitempty"` // a reason code
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Console is a member's side of the console's add and replace.
+type Console struct {
+	n      *node.Node
+	cfg    orders.FileConfig
+	tlsDir string
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	found    map[string]Candidate // the last listing: only these can be joined
+	progress JoinProgress
+}
+
+// NewConsole serves the console's add and replace on member n, whose
+// config is cfg and whose TLS files (with the CA key the wizard gave
+// every member) are in tlsDir.
+func NewConsole(n *node.Node, cfg orders.FileConfig, tlsDir string, log *slog.Logger) *Console {
+	return &Console{n: n, cfg: cfg, tlsDir: tlsDir, log: log, found: map[string]Candidate{}, progress: JoinProgress{State: "idle"}}
+}
+
+// Routes mounts the calls on the staff group (manager only: a kitchen
+// token passes only its allow-list).
+func (k *Console) Routes(staff *echo.Group) {
+	staff.GET("/cluster/setup-boxes", k.handleList)
+	staff.POST("/cluster/setup-boxes/:id/join", k.handleJoin)
+	staff.GET("/cluster/join", func(c echo.Context) error { return c.JSON(http.StatusOK, k.Progress()) })
+}
+
+// Progress is the current or last join.
+func (k *Console) Progress() JoinProgress {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.progress
+}
+
+func (k *Console) handleList(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 6*time.Second)
+	defer cancel()
+	list := Find(ctx, FindOptions{MDNS: true})
+	views := make([]BoxView, 0, len(list))
+	k.mu.Lock()
+	for _, e := range list {
+		k.found[e.ID] = e
+		views = append(views, BoxView{ID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname, Model: e.Info.Device.Model,
+			Serial: e.Info.Device.Serial, WindowOpen: e.Info.WindowOpen, CodeRequired: e.Info.CodeRequired, Via: e.Via})
+	}
+	k.mu.Unlock()
+	return c.JSON(http.StatusOK, map[string]any{"boxes": views})
+}
+
+func (k *Console) handleJoin(c echo.Context) error {
+	var req ConsoleJoin
+	if err := httpapi.DecodeBody(c, &req); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_SETUP")
+	}
+	k.mu.Lock()
+	e, ok := k.found[c.Param("id")]
+	busy := k.progress.State == "working"
+	k.mu.Unlock()
+	if !ok {
+		// Only a box this member listed, and so pinned, can be joined: a
+		// rogue announcement is never joined untapped.
+		return httpapi.Fail(c, http.StatusNotFound, "BOX_NOT_FOUND")
+	}
+	if busy {
+		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")
+	}
+	if req.Replace != "" && !k.isMember(req.Replace) {
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusNotFound, Code: "MEMBER_NOT_FOUND", Field: "replace"})
+	}
+	p := JoinProgress{State: "working", Step: JoinWorking, BoxID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname, Replaces: req.Replace}
+	k.mu.Lock()
+	k.progress = p
+	k.mu.Unlock()
+	go k.join(e, req)
+	return c.JSON(http.StatusAccepted, p)
+}
+
+func (k *Console) isMember(id string) bool {
+	for _, m := range k.n.Members() {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// join is the one manager action (AddToCluster), then the wait until the
+// new box is ready: caught up with everything committed.
+func (k *Console) join(e Candidate, req ConsoleJoin) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	j, err := AddToCluster(ctx, k.n, JoinRequest{Config: k.cfg, TLSDir: k.tlsDir, Target: e.Found, Code: req.SetupCode, Replaces: req.Replace})
+	if j.NodeID != "" {
+		k.mu.Lock()
+		k.progress.NodeID = j.NodeID
+		k.mu.Unlock()
+	}
+	if err != nil {
+		k.fail(err)
+		return
+	}
+	k.mu.Lock()
+	k.progress.Step = JoinAdded
+	k.mu.Unlock()
+	hc := &http.Client{Timeout: 3 * time.Second}
+	for {
+		if r, err := hc.Get("http://" + j.Peer.HTTPAddr + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			k.fail(&RefusedError{Code: "TIMEOUT", Message: "the new box did not catch up within 5 minutes"})
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	k.mu.Lock()
+	k.progress.Step, k.progress.State = JoinReady, "done"
+	k.mu.Unlock()
+	k.log.Info("console: a box joined the cluster", "node", j.NodeID, "replaces", req.Replace)
+}
+
+func (k *Console) fail(err error) {
+	code, detail := reasonOf(err)
+	var me *node.MemberError
+	if errors.As(err, &me) {
+		code, detail = me.Code, me.Msg
+	}
+	k.log.Warn("console: adding a box failed", "code", code, "error", err)
+	k.mu.Lock()
+	k.progress.State, k.progress.Error, k.progress.Detail = "failed", code, detail
+	k.mu.Unlock()
+}
