@@ -14,8 +14,9 @@ import { createI18n } from '/assets/i18n.js';
 import { safeStorage, fetchWithTimeout } from '/assets/cluster.js';
 import { $, h, clear, show, setError, mmss, pad2, toast, confirmDialog } from '/assets/dom.js';
 import { createCallsPanel, withCallStrings } from '/assets/calls.js';
+import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 
-const T = createI18n(withCallStrings({
+const T = createI18n(withHealthStrings(withCallStrings({
   ja: {
     'kitchen.brand': 'キッチン',
     'kitchen.empty': 'いまは注文がありません。',
@@ -86,7 +87,7 @@ const T = createI18n(withCallStrings({
     'kitchen.station.done': 'Done',
     'kitchen.station.bumped': '{stations} done',
   },
-}));
+})));
 
 const OPEN = ['ACCEPTED', 'COOKING', 'READY'];
 const NEXT = { ACCEPTED: 'COOKING', COOKING: 'READY', READY: 'SERVED' };
@@ -697,6 +698,7 @@ async function toggleTopping(toppingId) {
 
 function showLogin(message) {
   closeStream();
+  health.stop();
   state.lastId = null; // the next login starts from a snapshot
   clearTimeout(state.reconnectTimer);
   show('#board', false);
@@ -718,6 +720,7 @@ async function startBoard() {
   calls.start();
   connect();
   checkPrinters();
+  health.start();
 }
 
 function bindLogin() {
@@ -743,6 +746,9 @@ function bindLogin() {
 // ---------------------------------------------------------------- start
 
 const calls = createCallsPanel({ el: $('#calls-panel'), api, t: T.t, ring: beep });
+// A box silent for five minutes, or a memory card in trouble: the cooks
+// tell the manager.
+const health = createHealthBanner({ el: $('#health-banner'), api, T, tail: 'health.banner.kitchen' });
 
 function start() {
   T.apply();
@@ -751,6 +757,7 @@ function start() {
     setConn(state.conn);
     setOffline(state.offline);
     renderPrinters();
+    health.render();
     render();
     renderSound();
     renderSoldOut();

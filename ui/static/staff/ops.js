@@ -2,6 +2,7 @@
 // cluster page.
 
 import { nodeBase, fetchWithTimeout } from '/assets/cluster.js';
+import { healthOf, downWords, diskWords, sinceWords } from '/assets/health.js';
 import { $, h, clear, show, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
 
 function yesNo(T, v) {
@@ -114,7 +115,7 @@ export function createLocksPage({ api, T }) {
 
 const CLUSTER_REFRESH_MS = 2000;
 
-export function createClusterPage({ api, T }) {
+export function createClusterPage({ api, T, onStatus }) {
   let timer = null;
   let status = null;
   let failure = null;
@@ -138,6 +139,7 @@ export function createClusterPage({ api, T }) {
       status = await api.get('/api/cluster/status', { timeoutMs: 3000 });
       failure = null;
       updatedAt = new Date();
+      if (onStatus) onStatus(status);
     } catch (e) {
       if (e.status === 401) return;
       failure = e;
@@ -158,7 +160,9 @@ export function createClusterPage({ api, T }) {
           next.set(n.id, st);
           return;
         }
-        const base = nodeBase(n.httpAddr, location.origin);
+        // A page served over HTTPS asks the others over HTTPS (their
+        // httpsAddr); mixing schemes is blocked by the browser.
+        const base = nodeBase(location.protocol === 'https:' ? n.httpsAddr : n.httpAddr, location.origin);
         if (!base) return next.set(n.id, null);
         try {
           const res = await fetchWithTimeout(globalThis.fetch.bind(globalThis), base + '/api/cluster/status', { cache: 'no-store', credentials: 'omit' }, 1500);
@@ -177,17 +181,16 @@ export function createClusterPage({ api, T }) {
 
   function render() {
     const warn = clear($('#cluster-warnings'));
+    clear($('#health-problems'));
     if (failure) warn.append(h('p', { class: 'error', text: T.t('staff.cluster.unavailable', { message: failure.message }) }));
-    $('#cluster-updated').textContent = updatedAt ? T.t('staff.cluster.updated', { time: updatedAt.toLocaleTimeString() }) : '';
+    $('#cluster-updated').textContent = updatedAt ? T.t('staff.cluster.updated', { time: updatedAt.toLocaleTimeString(T.lang() === 'en' ? 'en-GB' : 'ja-JP') }) : '';
     const sum = clear($('#cluster-summary'));
     const cloud = clear($('#cluster-cloud'));
     const nodes = clear($('#cluster-nodes'));
     if (!status) return;
     const st = status;
-    if (!st.leader) warn.append(h('p', { class: 'error', text: T.t('staff.cluster.leader') + ': ' + T.t('staff.cluster.noLeader') }));
+    renderHealth(st);
     if (st.clockSuspect) warn.append(h('p', { class: 'notice', text: T.t('staff.cluster.clockSuspect') }));
-    const down = (st.nodes || []).filter((n) => n.reachable === false).map((n) => n.id);
-    if (down.length) warn.append(h('p', { class: 'error', text: T.t('staff.cluster.unreachable', { ids: down.join(', ') }) }));
 
     kv(sum, T.t('staff.cluster.nodeId'), st.nodeId);
     kv(sum, T.t('staff.cluster.state'), st.state, 'state-' + st.state);
@@ -224,10 +227,205 @@ export function createClusterPage({ api, T }) {
     }
   }
 
+  // renderHealth: the owner's part — how many boxes work, which box is
+  // silent since when and what to do, which memory card is in trouble.
+  let downKey = '';
+  function renderHealth(st) {
+    const now = Date.now();
+    const lang = T.lang();
+    const hl = healthOf(st, now);
+    // The found boxes offer "Replace c" for each silent box: redraw them
+    // when that set changes (not on every refresh: a typed setup code
+    // would be lost).
+    const silent = hl.boxes.filter((b) => !b.reachable).map((b) => b.id).join(',');
+    if (silent !== downKey) {
+      downKey = silent;
+      queueMicrotask(renderFound);
+    }
+    $('#health-summary').textContent = T.t('health.summary', { n: hl.working, total: hl.total });
+    const words = $('#health-words');
+    let key = 'health.allGood';
+    if (!hl.quorum || hl.working < hl.need) key = 'health.noQuorum';
+    else if (hl.working < hl.total) key = 'health.degraded';
+    else if (hl.total === 1) key = 'health.single';
+    words.textContent = T.t(key, { need: hl.need });
+    words.className = key === 'health.noQuorum' ? 'health-bad' : key === 'health.allGood' ? 'health-ok' : 'health-warn';
+    $('#health-summary').dataset.working = String(hl.working);
+
+    const list = clear($('#health-boxes'));
+    for (const b of hl.boxes) {
+      let state = T.t('health.working');
+      if (!b.reachable) state = b.downForMs != null ? T.t('health.state.down', { time: sinceWords(b.downSince, now, lang) }) : T.t('health.state.downNow');
+      else if (!b.working) state = T.t('health.paused');
+      list.append(
+        h(
+          'li',
+          { dataset: { boxId: b.id, working: String(b.working) } },
+          h('span', { class: ['dot', b.working ? 'ok' : 'bad'] }),
+          h('strong', { text: T.t('health.box', { id: b.id }) }),
+          ' — ' + state,
+          b.self ? h('span', { class: 'muted small-text', text: ' (' + T.t('health.this') + ')' }) : null,
+        ),
+      );
+    }
+
+    const problems = clear($('#health-problems'));
+    for (const b of hl.boxes) {
+      if (!b.reachable) {
+        problems.append(
+          h(
+            'div',
+            { class: 'card health-problem', dataset: { problem: 'down', boxId: b.id } },
+            h('p', { class: 'health-bad', text: downWords(T.t, b, now, lang) }),
+            h(
+              'details',
+              { class: 'what-to-do' },
+              h('summary', { text: T.t('health.whatToDo') }),
+              h('ol', null, ['downStep1', 'downStep2', 'downStep3'].map((k) => h('li', { text: T.t('health.' + k, { id: b.id }) }))),
+            ),
+            h('button', { type: 'button', class: 'primary', dataset: { replace: b.id }, onclick: () => replaceClicked(b.id), text: T.t('health.replace', { id: b.id }) }),
+          ),
+        );
+      } else if (b.disk) {
+        problems.append(
+          h(
+            'div',
+            { class: 'card health-problem', dataset: { problem: 'disk-' + b.disk.state, boxId: b.id } },
+            h('p', { class: b.disk.state === 'low' ? 'health-warn' : 'health-bad', text: diskWords(T.t, b) }),
+            h(
+              'details',
+              { class: 'what-to-do' },
+              h('summary', { text: T.t('health.disk.how') }),
+              h('ol', null, ['step1', 'step2', 'step3'].map((k) => h('li', { text: T.t('health.disk.' + k, { id: b.id }) }))),
+            ),
+          ),
+        );
+      }
+    }
+  }
+
+  // replaceClicked: replacing needs the new box; the list of boxes found
+  // in setup mode below offers "Replace c with this box".
+  function replaceClicked(id) {
+    const found = $('#found-boxes');
+    if (found) found.scrollIntoView({ block: 'start' });
+    lookForBoxes();
+  }
+
+  // ---- boxes in setup mode on the LAN: add one, or replace a dead box
+
+  let found = null; // [{id, shortCode, hostname, model, windowOpen, codeRequired}]
+  let looking = false;
+  let join = null; // the join in progress or last done (JoinProgress)
+  let joinTimer = null;
+
+  async function lookForBoxes() {
+    if (looking) return;
+    looking = true;
+    renderFound();
+    try {
+      const d = await api.get('/api/staff/cluster/setup-boxes', { timeoutMs: 10000 });
+      found = (d && d.boxes) || [];
+    } catch (e) {
+      if (e.status === 401) return;
+      found = [];
+    } finally {
+      looking = false;
+    }
+    renderFound();
+  }
+
+  async function followJoin() {
+    clearTimeout(joinTimer);
+    try {
+      join = await api.get('/api/staff/cluster/join', { timeoutMs: 5000 });
+    } catch (_) {
+      // the next poll tells
+    }
+    renderFound();
+    if (join && join.state === 'working') joinTimer = setTimeout(followJoin, 1000);
+    else if (join && join.state === 'done') {
+      found = null;
+      lookForBoxes();
+      refresh();
+    }
+  }
+
+  async function joinBox(b, replace) {
+    const code = b.shortCode;
+    const ok = await confirmDialog(replace ? T.t('health.found.confirmReplace', { id: replace, code }) : T.t('health.found.confirmAdd', { code }), {
+      ok: replace ? T.t('health.found.replace', { id: replace }) : T.t('health.found.add'),
+      cancel: T.t('common.cancel'),
+    });
+    if (!ok) return;
+    const input = $('#found-code-' + b.id);
+    try {
+      join = await api.post('/api/staff/cluster/setup-boxes/' + encodeURIComponent(b.id) + '/join', {
+        replace: replace || undefined,
+        setupCode: input && input.value ? input.value.trim() : undefined,
+      });
+    } catch (e) {
+      join = { state: 'failed', shortCode: code, error: e.reasonCode, detail: e.message };
+    }
+    renderFound();
+    followJoin();
+  }
+
+  function joinWords(j) {
+    const v = { code: j.shortCode || '', id: j.nodeId || '', old: j.replaces || '' };
+    if (j.state === 'failed') return T.t('health.join.failed', { message: j.detail || j.error || '' });
+    if (j.state === 'done') return T.t('health.join.ready', v);
+    if (j.step) return T.t('health.join.' + j.step, v);
+    return T.t('health.join.working', v);
+  }
+
+  function renderFound() {
+    const prog = $('#join-progress');
+    if (join && join.state !== 'idle') {
+      prog.className = join.state === 'failed' ? 'health-bad' : join.state === 'done' ? 'health-ok' : 'health-warn';
+      prog.dataset.state = join.state;
+      prog.dataset.step = join.step || '';
+      prog.textContent = joinWords(join);
+      prog.hidden = false;
+    } else prog.hidden = true;
+    $('#found-reload').textContent = T.t(looking ? 'health.found.looking' : 'health.found.look');
+    $('#found-reload').disabled = looking;
+    const list = clear($('#found-list'));
+    if (found && found.length === 0 && !looking) list.append(h('li', { class: 'muted', text: T.t('health.found.none') }));
+    const down = status ? healthOf(status, Date.now()).boxes.filter((b) => !b.reachable) : [];
+    const busy = join && join.state === 'working';
+    for (const b of found || []) {
+      const what = [b.hostname, b.model].filter(Boolean).join(' · ');
+      list.append(
+        h(
+          'li',
+          { dataset: { setupBoxId: b.id } },
+          h('strong', { text: T.t('health.found.box', { code: b.shortCode }) }),
+          what ? h('span', { class: 'muted', text: ' ' + what }) : null,
+          !b.windowOpen ? h('p', { class: 'health-warn', text: T.t('health.found.closed') }) : null,
+          b.codeRequired
+            ? h('label', { class: 'found-code' }, T.t('health.found.code') + ' ', h('input', { id: 'found-code-' + b.id, type: 'text', autocomplete: 'off' }))
+            : null,
+          h(
+            'div',
+            { class: 'row found-actions' },
+            down.map((d) =>
+              h('button', { type: 'button', class: 'primary', disabled: busy || !b.windowOpen, dataset: { joinReplace: d.id }, onclick: () => joinBox(b, d.id), text: T.t('health.found.replace', { id: d.id }) }),
+            ),
+            h('button', { type: 'button', class: down.length ? null : 'primary', disabled: busy || !b.windowOpen, dataset: { joinAdd: b.id }, onclick: () => joinBox(b, null), text: T.t('health.found.add') }),
+          ),
+        ),
+      );
+    }
+  }
+
   return {
+    bind: () => $('#found-reload').addEventListener('click', lookForBoxes),
     enter: () => {
       clearInterval(timer);
       refresh();
+      lookForBoxes();
+      followJoin();
       timer = setInterval(() => {
         if (document.visibilityState === 'visible') refresh();
       }, CLUSTER_REFRESH_MS);
@@ -236,6 +434,9 @@ export function createClusterPage({ api, T }) {
       clearInterval(timer);
       timer = null;
     },
-    rerender: render,
+    rerender: () => {
+      render();
+      renderFound();
+    },
   };
 }

@@ -11,20 +11,26 @@ import { createMenuPage, createStockPage } from '/staff/catalog.js';
 import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.js';
 import { createReportsPage, REPORT_STRINGS } from '/staff/reports.js';
 import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/calls.js';
+import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 import { createPrintersPage } from '/staff/printers.js';
 import { withContentStrings } from '/staff/content-editor.js';
 import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
 
 const T = createI18n(
-  withContentStrings(
-    withCallStrings({
-      ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja),
-      en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en),
-    }),
+  withHealthStrings(
+    withContentStrings(
+      withCallStrings({
+        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja),
+        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en),
+      }),
+    ),
   ),
 );
 const api = createStaffApi();
-const ctx = { api, T };
+// The banner over every page while a box has been silent five minutes or
+// its memory card is in trouble; the cluster page feeds it what it shows.
+const health = createHealthBanner({ el: $('#health-banner'), api, T, tail: 'health.banner.console' });
+const ctx = { api, T, onStatus: (st) => health.show(st) };
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const BILL_STATUSES = 'ACCEPTED,COOKING,READY,SERVED,CANCELLED';
@@ -323,6 +329,7 @@ function showLogin(message) {
   if (current && pages[current].leave) pages[current].leave();
   current = null;
   calls.stop();
+  health.stop();
   if (unfollow) unfollow();
   unfollow = null;
   show('#app', false);
@@ -338,13 +345,22 @@ async function showApp() {
   show('#logout', true);
   go(location.hash.slice(1) || 'tables');
   calls.start();
+  health.start();
   if (!unfollow) unfollow = followCalls(calls, () => '/api/kitchen/stream?token=' + encodeURIComponent(api.token()));
   try {
     const st = await api.pool.refresh();
-    if (st && st.nodeId) $('#node-label').textContent = T.t('staff.node', { id: st.nodeId });
+    if (st && st.nodeId) {
+      nodeId = st.nodeId;
+      renderNodeLabel();
+    }
   } catch (_) {
     // the cluster page says more
   }
+}
+
+let nodeId = '';
+function renderNodeLabel() {
+  $('#node-label').textContent = nodeId ? T.t('staff.node', { id: nodeId }) : '';
 }
 
 // setOffline: the box answering lost the others and shows what it holds
@@ -361,6 +377,8 @@ function start() {
   T.onChange(() => {
     for (const p of Object.values(pages)) if (p.rerender) p.rerender();
     calls.render();
+    health.render();
+    renderNodeLabel();
     setOffline(!$('#offline-banner').hidden);
   });
   api.onStale(setOffline);

@@ -1,0 +1,272 @@
+// health.js — the owner's view of the store's boxes, in plain words.
+//
+// GET /api/cluster/status (staff view) carries, per box, whether the
+// answering box reaches it (reachable), since when it has not
+// (downSince), and how its memory card is (disk, as that box last
+// reported it). healthOf turns that into what an owner needs: how many
+// boxes work, which one is silent and since when, which card is in
+// trouble. The console's cluster page and the banners of the console and
+// the kitchen both read it; Raft figures stay on the cluster page under
+// "details".
+
+// A box silent this long puts a banner on the console and the kitchen: a
+// reboot or an unplugged cable for a minute is not worth a banner.
+export const BANNER_AFTER_MS = 5 * 60 * 1000;
+
+const POLL_MS = 20000;
+
+// Disk states the box itself reports; 'ok' says nothing.
+const DISK_TROUBLE = ['low', 'full', 'readonly', 'slow'];
+// A box whose card is full or read-only has paused: it does not count as
+// working even though it answers.
+const DISK_PAUSED = ['full', 'readonly'];
+
+export const HEALTH_STRINGS = {
+  ja: {
+    'health.summary': '{total} 台中 {n} 台が動いています',
+    'health.allGood': '問題ありません。注文はいつもどおり受け付けています。',
+    'health.degraded': '注文はほかの端末で続いています。もう1台止まると注文を受け付けられなくなります。早めに対処してください。',
+    'health.noQuorum': 'いまは注文を受け付けられません。動いている端末が {need} 台未満です。端末の電源とケーブルを確認してください。',
+    'health.single': '端末が1台だけです。この1台が止まると注文は止まります。3台にすると1台止まっても続けられます。',
+    'health.box': '端末 {id}',
+    'health.this': 'この画面の端末',
+    'health.working': '動いています',
+    'health.paused': '止まっています（メモリーカード）',
+    'health.state.down': '{time} から応答がありません',
+    'health.state.downNow': '応答がありません',
+    'health.down': '端末 {id} が {time} から応答していません',
+    'health.downNow': '端末 {id} が応答していません',
+    'health.whatToDo': 'どうすればいい？',
+    'health.downStep1': '端末 {id} の電源ケーブルとLANケーブルが抜けていないか確かめます。',
+    'health.downStep2': '電源ケーブルを抜いて10秒待ち、差し直します。2分ほどで戻れば、ここが「動いています」に変わります。',
+    'health.downStep3': '戻らないときは交換します。新しい端末（またはイメージを書き込み直したカード）の電源を入れると、下の「見つかった新しい端末」に出てきます。「{id} をこの端末と交換」を押すだけです。',
+    'health.replace': '{id} を交換する',
+    'health.disk.low': '端末 {id} のメモリーカードの空きが少なくなっています（残り {free}）。近いうちにカードを交換してください。',
+    'health.disk.full': '端末 {id} のメモリーカードがいっぱいです。注文はほかの端末で続いています。カードを交換してください。',
+    'health.disk.readonly': '端末 {id} のメモリーカードが書き込めなくなりました（読み取り専用）。注文はほかの端末で続いています。カードを交換してください。',
+    'health.disk.slow': '端末 {id} のメモリーカードがとても遅くなっています。注文はほかの端末で続いています。カードを交換してください。',
+    'health.disk.how': 'カードの交換のしかた',
+    'health.disk.step1': '新しい microSD カード（32 GB 以上、A1 以上の表示があるもの）に、パソコンの Raspberry Pi Imager で MasterOrder のイメージを書き込みます。',
+    'health.disk.step2': '端末 {id} の電源を抜き、カードを差し替えて電源を入れます。',
+    'health.disk.step3': '1分ほどで下の「見つかった新しい端末」に出てきます。「{id} をこの端末と交換」を押すと、注文データがほかの端末から写されます。',
+    'health.banner.down': '端末 {id} が {time} から応答していません。注文はほかの端末で続いています。',
+    'health.banner.downNow': '端末 {id} が応答していません。注文はほかの端末で続いています。',
+    'health.banner.console': 'スタッフ画面の「端末」で対処法を確認してください。',
+    'health.banner.kitchen': '店長に知らせてください。',
+    'health.details': 'くわしい情報（技術者向け）',
+    'health.found.title': '見つかった新しい端末',
+    'health.found.look': 'さがす',
+    'health.found.looking': 'さがしています…',
+    'health.found.help': 'イメージを書き込んだカードを入れた端末の電源を入れると、1分ほどでここに出てきます。',
+    'health.found.none': 'いまは見つかりません。',
+    'health.found.box': '新しい端末 {code}',
+    'health.found.add': 'この端末を追加',
+    'health.found.replace': '{id} をこの端末と交換',
+    'health.found.code': 'セットアップコード',
+    'health.found.closed': '電源を入れてから30分を過ぎたため追加できません。電源を入れ直してください。',
+    'health.found.confirmReplace': '端末 {id} をはずして、新しい端末 {code} と交換します。よろしいですか？',
+    'health.found.confirmAdd': '新しい端末 {code} を追加します。よろしいですか？',
+    'health.join.added': '端末 {id} として加わりました。注文データを写しています…',
+    'health.join.ready': '端末 {id} の準備ができました。すべての注文を持っています。',
+    'health.join.working': '新しい端末 {code} を準備しています…',
+    'health.join.failed': '追加できませんでした: {message}',
+  },
+  en: {
+    'health.summary': '{n} of {total} boxes working',
+    'health.allGood': 'All is well. Orders are taken as usual.',
+    'health.degraded': 'Orders continue on the other boxes. If one more box stops, orders stop: deal with it soon.',
+    'health.noQuorum': 'Orders cannot be taken right now: fewer than {need} boxes are working. Check the boxes’ power and cables.',
+    'health.single': 'This store has one box: if it stops, orders stop. With three boxes, orders continue when one stops.',
+    'health.box': 'Box {id}',
+    'health.this': 'the box showing this page',
+    'health.working': 'working',
+    'health.paused': 'paused (memory card)',
+    'health.state.down': 'not answering since {time}',
+    'health.state.downNow': 'not answering',
+    'health.down': 'Box {id} has not answered since {time}',
+    'health.downNow': 'Box {id} is not answering',
+    'health.whatToDo': 'What to do',
+    'health.downStep1': 'Check that box {id}’s power cable and network cable are plugged in.',
+    'health.downStep2': 'Unplug its power, wait 10 seconds, plug it back in. If it comes back within about 2 minutes, it shows as “working” here.',
+    'health.downStep3': 'If it does not, replace it: power on a new box (or this one with a freshly flashed card). It appears below under “New boxes found”; tap “Replace {id} with this box”. That is all.',
+    'health.replace': 'Replace {id}',
+    'health.disk.low': 'Box {id}’s memory card is almost full ({free} left). Replace the card soon.',
+    'health.disk.full': 'Box {id}’s memory card is full. Orders continue on the other boxes; replace the card.',
+    'health.disk.readonly': 'Box {id}’s memory card can no longer be written (read-only). Orders continue on the other boxes; replace the card.',
+    'health.disk.slow': 'Box {id}’s memory card is very slow. Orders continue on the other boxes; replace the card.',
+    'health.disk.how': 'How to replace the card',
+    'health.disk.step1': 'On a computer, write the MasterOrder image to a new microSD card (32 GB or more, marked A1 or better) with Raspberry Pi Imager.',
+    'health.disk.step2': 'Unplug box {id}, swap the card, plug it back in.',
+    'health.disk.step3': 'Within a minute it appears below under “New boxes found”. Tap “Replace {id} with this box”: the other boxes copy the orders to it.',
+    'health.banner.down': 'Box {id} has not answered since {time}. Orders continue on the other boxes.',
+    'health.banner.downNow': 'Box {id} is not answering. Orders continue on the other boxes.',
+    'health.banner.console': 'See “Boxes” in the staff console for what to do.',
+    'health.banner.kitchen': 'Please tell the manager.',
+    'health.details': 'Details (for technicians)',
+    'health.found.title': 'New boxes found',
+    'health.found.look': 'Look again',
+    'health.found.looking': 'Looking…',
+    'health.found.help': 'Power on a box with a freshly flashed card: within a minute it shows here.',
+    'health.found.none': 'None found right now.',
+    'health.found.box': 'New box {code}',
+    'health.found.add': 'Add this box',
+    'health.found.replace': 'Replace {id} with this box',
+    'health.found.code': 'Setup code',
+    'health.found.closed': 'It was powered on more than 30 minutes ago: turn it off and on again to add it.',
+    'health.found.confirmReplace': 'Take box {id} out and replace it with the new box {code}?',
+    'health.found.confirmAdd': 'Add the new box {code} to the store?',
+    'health.join.added': 'It joined as box {id}. Copying the orders to it…',
+    'health.join.ready': 'Box {id} is ready: it holds every order.',
+    'health.join.working': 'Preparing the new box {code}…',
+    'health.join.failed': 'Could not add it: {message}',
+  },
+};
+
+// withHealthStrings adds these words to a page's dictionaries.
+export function withHealthStrings(dicts) {
+  return {
+    ja: Object.assign({}, HEALTH_STRINGS.ja, dicts.ja),
+    en: Object.assign({}, HEALTH_STRINGS.en, dicts.en),
+  };
+}
+
+function parseTime(iso) {
+  if (typeof iso !== 'string' || iso === '') return null;
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+// healthOf reads a staff status at browser time now (ms). Each box:
+// {id, self, leader, reachable, working, downSince (Date|null), downForMs,
+// disk ({state, freeBytes, totalBytes}|null)}. A box that has been silent
+// for longer than BANNER_AFTER_MS is in `banner`, as is every card in
+// trouble.
+export function healthOf(st, now) {
+  const boxes = [];
+  for (const n of (st && st.nodes) || []) {
+    const self = n.id === st.nodeId;
+    const disk = n.disk || (self ? st.disk : null) || null;
+    const reachable = self || n.reachable === true;
+    const since = reachable ? null : parseTime(n.downSince);
+    const paused = !!(disk && DISK_PAUSED.includes(disk.state));
+    boxes.push({
+      id: n.id,
+      self,
+      voter: n.suffrage !== 'nonvoter',
+      leader: !!(st.leader && st.leader.id === n.id),
+      reachable,
+      working: reachable && !paused,
+      downSince: since,
+      // A box clock that is obviously wrong makes "since" meaningless;
+      // the box is then treated as down for an unknown time (no banner
+      // until the status says when).
+      downForMs: since && !st.clockSuspect ? Math.max(0, now - since.getTime()) : null,
+      disk: disk && DISK_TROUBLE.includes(disk.state) ? disk : null,
+    });
+  }
+  const voters = boxes.filter((b) => b.voter).length;
+  const working = boxes.filter((b) => b.working).length;
+  return {
+    boxes,
+    total: boxes.length,
+    working,
+    need: Math.floor(voters / 2) + 1,
+    quorum: !!(st && st.leader) && !st.stale,
+    clockSuspect: !!(st && st.clockSuspect),
+    banner: boxes.filter((b) => (!b.reachable && b.downForMs != null && b.downForMs > BANNER_AFTER_MS) || b.disk),
+  };
+}
+
+// sinceWords: "10:42" today, "12/2 10:42" on another day (browser's
+// locale).
+export function sinceWords(d, now, lang) {
+  const loc = lang === 'en' ? 'en-GB' : 'ja-JP';
+  const time = d.toLocaleTimeString(loc, { hour: '2-digit', minute: '2-digit' });
+  const today = new Date(now);
+  if (d.toDateString() === today.toDateString()) return time;
+  return d.toLocaleDateString(loc, { month: 'numeric', day: 'numeric' }) + ' ' + time;
+}
+
+// bytesWords: "1.2 GB", "350 MB".
+export function bytesWords(n) {
+  const v = Number(n);
+  if (!Number.isFinite(v) || v < 0) return '—';
+  if (v >= 1e9) return (v / 1e9).toFixed(1) + ' GB';
+  return Math.round(v / 1e6) + ' MB';
+}
+
+// downWords: the sentence for a silent box.
+export function downWords(t, box, now, lang, prefix) {
+  const p = prefix || 'health.';
+  if (box.downSince && box.downForMs != null) return t(p + 'down', { id: box.id, time: sinceWords(box.downSince, now, lang) });
+  return t(p + 'downNow', { id: box.id });
+}
+
+export function diskWords(t, box) {
+  return t('health.disk.' + box.disk.state, { id: box.id, free: bytesWords(box.disk.freeBytes) });
+}
+
+// bannerLines: what the banner says for a health, one line per box; tail
+// is the app's "where to look" sentence key.
+export function bannerLines(t, health, now, lang, tail) {
+  const lines = [];
+  for (const b of health.banner) {
+    if (!b.reachable) lines.push(downWords(t, b, now, lang, 'health.banner.'));
+    else if (b.disk) lines.push(diskWords(t, b));
+  }
+  if (lines.length && tail) lines.push(t(tail));
+  return lines;
+}
+
+// createHealthBanner polls the staff status (with the page's staff API,
+// whose token may be a kitchen one) and fills el with bannerLines while
+// some box has been silent more than five minutes or has a card in
+// trouble.
+export function createHealthBanner({ el, api, T, tail }) {
+  let timer = null;
+  let health = null;
+
+  async function poll() {
+    try {
+      const st = await api.get('/api/cluster/status', { timeoutMs: 5000 });
+      if (st && Array.isArray(st.nodes)) health = healthOf(st, Date.now());
+    } catch (_) {
+      // a dead box is the connection banners' business
+    }
+    render();
+  }
+
+  function render() {
+    const lines = health ? bannerLines(T.t, health, Date.now(), T.lang(), tail) : [];
+    while (el.firstChild) el.removeChild(el.firstChild);
+    for (const line of lines) {
+      const p = document.createElement('div');
+      p.textContent = line;
+      el.append(p);
+    }
+    el.hidden = lines.length === 0;
+  }
+
+  return {
+    start() {
+      clearInterval(timer);
+      poll();
+      timer = setInterval(() => {
+        if (document.visibilityState === 'visible' && api.token()) poll();
+      }, POLL_MS);
+    },
+    stop() {
+      clearInterval(timer);
+      timer = null;
+      health = null;
+      render();
+    },
+    // show takes a status fetched elsewhere (the cluster page) so the
+    // banner never disagrees with the page under it.
+    show(st) {
+      if (st && Array.isArray(st.nodes)) health = healthOf(st, Date.now());
+      render();
+    },
+    render,
+  };
+}
