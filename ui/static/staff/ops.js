@@ -114,6 +114,7 @@ export function createLocksPage({ api, T }) {
 // ---------------------------------------------------------------- cluster
 
 const CLUSTER_REFRESH_MS = 2000;
+const FOUND_REFRESH_TICKS = 5; // boxes in setup mode: looked for every 10 s
 
 export function createClusterPage({ api, T, onStatus }) {
   let timer = null;
@@ -390,6 +391,8 @@ export function createClusterPage({ api, T, onStatus }) {
     } else prog.hidden = true;
     $('#found-reload').textContent = T.t(looking ? 'health.found.looking' : 'health.found.look');
     $('#found-reload').disabled = looking;
+    // Setup codes typed so far survive the redraw.
+    const typed = new Map(Array.from(document.querySelectorAll('#found-list input[id^="found-code-"]')).map((i) => [i.id, i.value]));
     const list = clear($('#found-list'));
     if (found && found.length === 0 && !looking) list.append(h('li', { class: 'muted', text: T.t('health.found.none') }));
     const down = status ? healthOf(status, Date.now()).boxes.filter((b) => !b.reachable) : [];
@@ -404,7 +407,7 @@ export function createClusterPage({ api, T, onStatus }) {
           what ? h('span', { class: 'muted', text: ' ' + what }) : null,
           !b.windowOpen ? h('p', { class: 'health-warn', text: T.t('health.found.closed') }) : null,
           b.codeRequired
-            ? h('label', { class: 'found-code' }, T.t('health.found.code') + ' ', h('input', { id: 'found-code-' + b.id, type: 'text', autocomplete: 'off' }))
+            ? h('label', { class: 'found-code' }, T.t('health.found.code') + ' ', h('input', { id: 'found-code-' + b.id, type: 'text', autocomplete: 'off', value: typed.get('found-code-' + b.id) || null }))
             : null,
           h(
             'div',
@@ -426,8 +429,13 @@ export function createClusterPage({ api, T, onStatus }) {
       refresh();
       lookForBoxes();
       followJoin();
+      let ticks = 0;
       timer = setInterval(() => {
-        if (document.visibilityState === 'visible') refresh();
+        if (document.visibilityState !== 'visible') return;
+        refresh();
+        // A box switched on while the page is open shows up by itself
+        // (a browse every 10 s, only while this page is open).
+        if (++ticks % FOUND_REFRESH_TICKS === 0 && !(join && join.state === 'working')) lookForBoxes();
       }, CLUSTER_REFRESH_MS);
     },
     leave: () => {
