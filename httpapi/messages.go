@@ -72,6 +72,8 @@ var messages = map[string][2]string{
 	"INVALID_SETUP":       {"セットアップの内容が正しくありません。", ""},
 	"WEAK_PASSWORD":       {"パスワードが推測されやすいです。10文字以上で、よくある言葉や連番を避けてください。", "The password is too easy to guess: use at least 10 characters, not a common word or a run."},
 	"SAME_PASSWORDS":      {"キッチン用と店長用のパスワードは別にしてください。", "The kitchen password must differ from the manager password."},
+	"PLAIN_PASSWORD":      {"パスワードはそのまま送れません。このページを読み込み直してください。", "A password is never sent as it is (only its bcrypt hash): reload this page."},
+	"BAD_PASSWORD_HASH":   {"パスワードを処理できませんでした。このページを読み込み直して、もう一度お試しください。", "The password hash is not a bcrypt hash of cost 10 to 12: reload this page and try again."},
 	"BOX_NOT_FOUND":       {"その端末が見つかりません。電源とネットワークを確かめてください。", "That box was not found. Check its power and network."},
 	"SETUP_BUSY":          {"セットアップはすでに進行中です。", "A setup is already in progress."},
 }

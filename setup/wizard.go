@@ -27,6 +27,12 @@ import (
 //	GET  /setup/api/boxes     the boxes found in setup mode (BoxView)
 //	POST /setup/api/identify  {"id"}: blink that box's LED
 //	POST /setup/api/create    CreateRequest → 202; form the cluster
+//
+// The page is plain HTTP on the shared store Wi-Fi, so it never sends a
+// password: it checks init's strength rule itself, hashes each password
+// with bcrypt (ui/static/setup/bcrypt.js) and sends the hashes, which the
+// boxes' configs hold as init writes them. A body with a password in it
+// is refused (PLAIN_PASSWORD).
 //	GET  /setup/api/progress  Progress
 
 // Steps of a box in Progress, in order.
@@ -53,13 +59,24 @@ type BoxView struct {
 
 // CreateRequest is the wizard's form.
 type CreateRequest struct {
-	Boxes           []string `json:"boxes"` // box ids the owner ticked
-	ShopName        string   `json:"shopName"`
-	ManagerPassword string   `json:"managerPassword"`
-	KitchenPassword string   `json:"kitchenPassword"`
-	TaxRatePercent  int      `json:"taxRatePercent"`
-	GuestName       string   `json:"guestName"` // default masterorder.local
-	SetupCode       string   `json:"setupCode,omitempty"`
+	Boxes    []string `json:"boxes"` // box ids the owner ticked
+	ShopName string   `json:"shopName"`
+	// bcrypt hashes of the passwords ($2a$ or $2b$, cost 10 to 12), made
+	// by the page after it checked init's strength rule.
+	ManagerPasswordHash string `json:"managerPasswordHash"`
+	KitchenPasswordHash string `json:"kitchenPasswordHash"`
+	TaxRatePercent      int    `json:"taxRatePercent"`
+	GuestName           string `json:"guestName"` // default masterorder.local
+	SetupCode           string `json:"setupCode,omitempty"`
+}
+
+// createBody is what POST /setup/api/create reads: the form, and the
+// password fields of a page (or script) that would send them in clear,
+// named in order to be refused by name.
+type createBody struct {
+	CreateRequest
+	ManagerPassword *string `json:"managerPassword"`
+	KitchenPassword *string `json:"kitchenPassword"`
 }
 
 // BoxProgress is one box's step.
@@ -249,14 +266,16 @@ func (req *CreateRequest) validate() *httpapi.Refusal {
 	case !guestNamePattern.MatchString(req.GuestName) || len(req.GuestName) > 253:
 		return bad("INVALID_SETUP", "guestName")
 	}
-	if cluster.CheckPassword(req.ManagerPassword) != nil {
-		return bad("WEAK_PASSWORD", "managerPassword")
+	if cluster.CheckPasswordHash(req.ManagerPasswordHash) != nil {
+		return bad("BAD_PASSWORD_HASH", "managerPasswordHash")
 	}
-	if cluster.CheckPassword(req.KitchenPassword) != nil {
-		return bad("WEAK_PASSWORD", "kitchenPassword")
+	if cluster.CheckPasswordHash(req.KitchenPasswordHash) != nil {
+		return bad("BAD_PASSWORD_HASH", "kitchenPasswordHash")
 	}
-	if req.KitchenPassword == req.ManagerPassword {
-		return bad("SAME_PASSWORDS", "kitchenPassword")
+	// The page checks that the passwords differ; one hash sent for both
+	// is the one sign of the same password left to the server.
+	if req.KitchenPasswordHash == req.ManagerPasswordHash {
+		return bad("SAME_PASSWORDS", "kitchenPasswordHash")
 	}
 	seen := map[string]bool{}
 	for _, id := range req.Boxes {
@@ -269,10 +288,17 @@ func (req *CreateRequest) validate() *httpapi.Refusal {
 }
 
 func (w *Wizard) handleCreate(c echo.Context) error {
-	var req CreateRequest
-	if err := httpapi.DecodeBody(c, &req); err != nil {
+	var body createBody
+	if err := httpapi.DecodeBody(c, &body); err != nil {
 		return httpapi.BadBody(c, err, "INVALID_SETUP")
 	}
+	switch {
+	case body.ManagerPassword != nil:
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "PLAIN_PASSWORD", Field: "managerPassword"})
+	case body.KitchenPassword != nil:
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "PLAIN_PASSWORD", Field: "kitchenPassword"})
+	}
+	req := body.CreateRequest
 	if r := req.validate(); r != nil {
 		return httpapi.Write(c, *r)
 	}
@@ -437,12 +463,7 @@ func (w *Wizard) makeCluster(req CreateRequest) (*cluster.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cl.StaffPasswordHash, _, _, err = cluster.Password(req.ManagerPassword); err != nil {
-		return nil, err
-	}
-	if cl.KitchenPasswordHash, _, _, err = cluster.Password(req.KitchenPassword); err != nil {
-		return nil, err
-	}
+	cl.StaffPasswordHash, cl.KitchenPasswordHash = req.ManagerPasswordHash, req.KitchenPasswordHash
 	tax := req.TaxRatePercent
 	cl.TaxRatePercent = &tax
 	cl.PublicURL = guestURL(req.GuestName, w.box.ports.HTTP)

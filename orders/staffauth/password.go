@@ -6,6 +6,7 @@ package staffauth
 
 import (
 	"errors"
+	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -79,6 +80,18 @@ var commonWords = map[string]bool{
 	"dragon": true, "monkey": true, "football": true, "baseball": true, "princess": true, "default": true,
 	"abcdefgh": true, "abcdefghij": true, "demo": true, "test": true, "guest": true, "wifi": true,
 	"passw0rd": true, "trustno": true, "superman": true, "asdfghjkl": true, "zxcvbnm": true,
+}
+
+// CommonWords lists the words CheckStrength refuses, sorted: the setup
+// page keeps a copy (it checks passwords before hashing them) and its test
+// holds the copy to this list.
+func CommonWords() []string {
+	words := make([]string, 0, len(commonWords))
+	for w := range commonWords {
+		words = append(words, w)
+	}
+	sort.Strings(words)
+	return words
 }
 
 // leet undoes the usual letter-for-symbol swaps ("p@ssw0rd").

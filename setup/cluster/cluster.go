@@ -13,9 +13,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+	"golang.org/x/crypto/bcrypt"
 
 	"masterorder/node"
 	"masterorder/node/pki"
@@ -145,6 +147,35 @@ func Password(pw string) (hash, plain string, generated bool, err error) {
 		return "", "", false, err
 	}
 	return hash, pw, generated, nil
+}
+
+// Costs of a password hash made elsewhere (the setup page) that a cluster
+// takes: no cheaper than init's own hashes, and no dearer than a box can
+// check at every staff login (cost 12 is ~4 times init's work).
+const (
+	MinHashCost = bcrypt.DefaultCost
+	MaxHashCost = 12
+)
+
+// bcryptHashPattern is a bcrypt hash as Go's bcrypt and the setup page
+// write it: version, two-digit cost, 22 characters of salt and 31 of hash
+// in bcrypt's base64.
+var bcryptHashPattern = regexp.MustCompile(`^\$2[ab]\$[0-9]{2}\$[./A-Za-z0-9]{53}$`)
+
+// ErrBadPasswordHash: not a bcrypt hash a box can check logins with.
+var ErrBadPasswordHash = fmt.Errorf("a password hash must be a bcrypt hash ($2a$ or $2b$) of cost %d to %d", MinHashCost, MaxHashCost)
+
+// CheckPasswordHash accepts a well-formed bcrypt hash of cost MinHashCost
+// to MaxHashCost: what the setup wizard receives instead of a password.
+func CheckPasswordHash(hash string) error {
+	if !bcryptHashPattern.MatchString(hash) {
+		return ErrBadPasswordHash
+	}
+	cost, err := bcrypt.Cost([]byte(hash))
+	if err != nil || cost < MinHashCost || cost > MaxHashCost {
+		return ErrBadPasswordHash
+	}
+	return nil
 }
 
 // Cluster is a cluster's shared material: its CA (with the key, to issue

@@ -1,12 +1,16 @@
 // setup.js — the setup wizard: pick boxes, name the shop, watch the
 // boxes form the cluster, then the done page with the tablets' CA and a
 // printable setup sheet. The passwords stay in this page's memory only,
-// for the sheet; the server keeps nothing but their hashes.
+// for the sheet: the page is plain HTTP on the store Wi-Fi, so it checks
+// init's strength rule itself, hashes each password with bcrypt and sends
+// the boxes only the hashes.
 
 import '/assets/shell.js';
 import { $, $$, h, clear } from '/assets/dom.js';
 import { createI18n } from '/assets/i18n.js';
 import { STRINGS } from './strings.js';
+import { bcryptHash } from './bcrypt.js';
+import { passwordProblem } from './password-rule.js';
 
 const T = createI18n(STRINGS);
 const STEPS = ['found', 'claimed', 'started', 'joined', 'ready'];
@@ -126,45 +130,70 @@ function renderShop() {
   $('#code-field').hidden = !needCode;
 }
 
+// The form's inputs by the field names the server's refusals give.
+const FIELD_INPUTS = {
+  shopName: '#shop-name', managerPasswordHash: '#manager-pw', kitchenPasswordHash: '#kitchen-pw',
+  managerPassword: '#manager-pw', kitchenPassword: '#kitchen-pw', taxRatePercent: '#tax-rate', guestName: '#guest-name',
+};
+
+function fieldError(input, message) {
+  const err = $('#shop-error');
+  err.textContent = message;
+  err.hidden = false;
+  if (input) {
+    $(input).setAttribute('aria-invalid', 'true');
+    $(input).focus();
+  }
+}
+
+// The create button says it is working while the passwords are hashed
+// (a fraction of a second on a laptop, more on an old phone) and sent.
+function working(on) {
+  const b = $('#shop-create');
+  b.disabled = on;
+  b.setAttribute('aria-busy', on ? 'true' : 'false');
+  b.dataset.i18n = on ? 'setup.shop.working' : 'setup.shop.create';
+  b.textContent = T.t(b.dataset.i18n);
+}
+
+const painted = () => new Promise((res) => requestAnimationFrame(() => setTimeout(res, 0)));
+
 async function create(ev) {
   ev.preventDefault();
-  const err = $('#shop-error');
-  err.hidden = true;
+  $('#shop-error').hidden = true;
+  for (const el of $$('#shop-form [aria-invalid]')) el.removeAttribute('aria-invalid');
+  const managerPassword = $('#manager-pw').value;
+  const kitchenPassword = $('#kitchen-pw').value;
   const form = {
     boxes: state.boxes.filter((b) => state.picked.has(b.id)).map((b) => b.id),
     shopName: $('#shop-name').value.trim(),
-    managerPassword: $('#manager-pw').value,
-    kitchenPassword: $('#kitchen-pw').value,
     taxRatePercent: Number($('#tax-rate').value || 0),
     guestName: $('#guest-name').value.trim(),
     setupCode: $('#setup-code').value.trim(),
   };
-  if (!form.shopName) {
-    err.textContent = T.t('setup.shop.needName');
-    err.hidden = false;
-    $('#shop-name').focus();
-    return;
-  }
-  $('#shop-create').disabled = true;
+  if (!form.shopName) return fieldError('#shop-name', T.t('setup.shop.needName'));
+  // init's strength rule, here: the boxes will only ever see hashes.
+  if (passwordProblem(managerPassword)) return fieldError('#manager-pw', T.t('setup.shop.weak'));
+  if (passwordProblem(kitchenPassword)) return fieldError('#kitchen-pw', T.t('setup.shop.weak'));
+  if (kitchenPassword === managerPassword) return fieldError('#kitchen-pw', T.t('setup.shop.same'));
+  working(true);
   try {
+    await painted();
+    form.managerPasswordHash = await bcryptHash(managerPassword);
+    form.kitchenPasswordHash = await bcryptHash(kitchenPassword);
     const r = await api('POST', '/setup/api/create', form);
     if (r.status === 202) {
-      state.form = form;
+      state.form = { ...form, managerPassword, kitchenPassword }; // for the sheet, never sent
       state.progress = r.data;
       show('progress');
       poll();
       return;
     }
-    err.textContent = (r.data && r.data.message) || T.t('common.error');
-    err.hidden = false;
-    const field = r.data && r.data.field;
-    const input = { shopName: '#shop-name', managerPassword: '#manager-pw', kitchenPassword: '#kitchen-pw', taxRatePercent: '#tax-rate', guestName: '#guest-name' }[field];
-    if (input) $(input).focus();
+    fieldError(FIELD_INPUTS[r.data && r.data.field], (r.data && r.data.message) || T.t('common.error'));
   } catch {
-    err.textContent = T.t('common.network');
-    err.hidden = false;
+    fieldError(null, T.t('common.network'));
   } finally {
-    $('#shop-create').disabled = false;
+    working(false);
   }
 }
 
