@@ -17,8 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"masterorder/node/nodetest"
+	"masterorder/orders/staffauth"
 	"masterorder/setup"
+	"masterorder/setup/cluster"
 )
 
 // setupBox is one `masterorder run` in setup mode, in this process, with
@@ -144,11 +148,23 @@ func listBoxes(t *testing.T, b *setupBox) []setup.BoxView {
 	return r.Boxes
 }
 
+// hashFor is what the wizard's page sends for a password: its bcrypt
+// hash at init's cost (the page's own bcrypt is held to Go's by
+// ui.TestSetupPageHashesWithBcrypt; the browser test drives it).
+func hashFor(t *testing.T, pw string) string {
+	t.Helper()
+	h, err := staffauth.HashPassword(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // runWizard ticks ids on box b's wizard, creates and waits for the end.
 func runWizard(t *testing.T, b *setupBox, ids []string, code string) setup.Progress {
 	t.Helper()
-	req := setup.CreateRequest{Boxes: ids, ShopName: "Ramen Tanaka", ManagerPassword: setupManagerPW, KitchenPassword: setupKitchenPW,
-		TaxRatePercent: 10, SetupCode: code}
+	req := setup.CreateRequest{Boxes: ids, ShopName: "Ramen Tanaka", ManagerPasswordHash: hashFor(t, setupManagerPW),
+		KitchenPasswordHash: hashFor(t, setupKitchenPW), TaxRatePercent: 10, SetupCode: code}
 	if st := jsonCall(t, http.DefaultClient, "POST", "http://"+b.addr+"/setup/api/create", nil, req, nil); st != 202 {
 		t.Fatalf("create: %d", st)
 	}
@@ -205,16 +221,35 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 			ids = append(ids, f.ID)
 		}
 	}
-	// init's strength rule, answered with the field to fix.
-	for _, c := range []struct{ manager, kitchen, code, field string }{
-		{"12345678", setupKitchenPW, "WEAK_PASSWORD", "managerPassword"},
-		{setupManagerPW, "password", "WEAK_PASSWORD", "kitchenPassword"},
-		{setupManagerPW, setupManagerPW, "SAME_PASSWORDS", "kitchenPassword"},
+	// The wizard takes bcrypt hashes, never a password (the page checks
+	// init's strength rule before hashing), answered with the field to fix.
+	manager, kitchen := hashFor(t, setupManagerPW), hashFor(t, setupKitchenPW)
+	cheap, err := bcrypt.GenerateFromPassword([]byte(setupKitchenPW), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := func(change func(f map[string]any)) map[string]any {
+		f := map[string]any{"boxes": ids, "shopName": "x", "taxRatePercent": 10, "managerPasswordHash": manager, "kitchenPasswordHash": kitchen}
+		change(f)
+		return f
+	}
+	for _, c := range []struct {
+		what        string
+		body        map[string]any
+		code, field string
+	}{
+		{"a plain manager password", form(func(f map[string]any) { f["managerPassword"] = setupManagerPW }), "PLAIN_PASSWORD", "managerPassword"},
+		{"a plain kitchen password", form(func(f map[string]any) { delete(f, "kitchenPasswordHash"); f["kitchenPassword"] = setupKitchenPW }), "PLAIN_PASSWORD", "kitchenPassword"},
+		{"no manager hash", form(func(f map[string]any) { delete(f, "managerPasswordHash") }), "BAD_PASSWORD_HASH", "managerPasswordHash"},
+		{"a password as the hash", form(func(f map[string]any) { f["managerPasswordHash"] = setupManagerPW }), "BAD_PASSWORD_HASH", "managerPasswordHash"},
+		{"a cost-4 hash", form(func(f map[string]any) { f["kitchenPasswordHash"] = string(cheap) }), "BAD_PASSWORD_HASH", "kitchenPasswordHash"},
+		{"a cost-13 hash", form(func(f map[string]any) { f["kitchenPasswordHash"] = strings.Replace(kitchen, "$10$", "$13$", 1) }), "BAD_PASSWORD_HASH", "kitchenPasswordHash"},
+		{"a hash cut short", form(func(f map[string]any) { f["kitchenPasswordHash"] = kitchen[:59] }), "BAD_PASSWORD_HASH", "kitchenPasswordHash"},
+		{"one hash for both", form(func(f map[string]any) { f["kitchenPasswordHash"] = manager }), "SAME_PASSWORDS", "kitchenPasswordHash"},
 	} {
-		var r struct{ ReasonCode, Field string }
-		req := setup.CreateRequest{Boxes: ids, ShopName: "x", ManagerPassword: c.manager, KitchenPassword: c.kitchen, TaxRatePercent: 10}
-		if st := jsonCall(t, http.DefaultClient, "POST", "http://"+boxes[0].addr+"/setup/api/create", nil, req, &r); st != 400 || r.ReasonCode != c.code || r.Field != c.field {
-			t.Errorf("create with %q/%q: %d %+v", c.manager, c.kitchen, st, r)
+		var r struct{ ReasonCode, Field, Message string }
+		if st := jsonCall(t, http.DefaultClient, "POST", "http://"+boxes[0].addr+"/setup/api/create", nil, c.body, &r); st != 400 || r.ReasonCode != c.code || r.Field != c.field {
+			t.Errorf("create with %s: %d %+v, want 400 %s on %s", c.what, st, r, c.code, c.field)
 		}
 	}
 	start := time.Now()
@@ -239,6 +274,34 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 	}
 	if info, err := setup.Probe(context.Background(), rogue.addr); err != nil || info.State != setup.ModeSetup {
 		t.Errorf("the unticked box: %+v %v", info, err)
+	}
+	// Every box's config holds the page's hashes as init writes them,
+	// and no file on any box holds a password.
+	var managerHashes []string
+	for i, b := range boxes {
+		raw, err := os.ReadFile(b.layout.ConfigPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := cluster.ParseConfig(raw)
+		if err != nil {
+			t.Fatalf("box %d config: %v", i, err)
+		}
+		if !staffauth.CheckPassword(cfg.Staff.PasswordHash, setupManagerPW) || !staffauth.CheckPassword(cfg.Staff.KitchenPasswordHash, setupKitchenPW) {
+			t.Errorf("box %d: the config's hashes do not take the wizard's passwords", i)
+		}
+		managerHashes = append(managerHashes, cfg.Staff.PasswordHash)
+		filepath.WalkDir(filepath.Dir(b.layout.EtcDir), func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if data, err := os.ReadFile(path); err == nil && (bytes.Contains(data, []byte(setupManagerPW)) || bytes.Contains(data, []byte(setupKitchenPW))) {
+					t.Errorf("box %d: %s holds a password", i, path)
+				}
+			}
+			return nil
+		})
+	}
+	if managerHashes[0] != managerHashes[1] || managerHashes[1] != managerHashes[2] {
+		t.Errorf("the boxes hold different manager hashes: %v", managerHashes)
 	}
 	tab := tablet(t, boxes[1].addr)
 	leaders := map[string]bool{}

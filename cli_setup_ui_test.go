@@ -6,10 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"masterorder/httpapi"
+	"masterorder/orders/staffauth"
+	"masterorder/setup/cluster"
 )
 
 // TestSetupWizardScreenshots walks the wizard in Chromium, as an owner
@@ -148,16 +155,83 @@ func walkWizard(t *testing.T, bctx context.Context, dir, lang string, w int64) {
 		chromedp.SendKeys(chromedp.CSS("#manager-pw"), "12345678"),
 		chromedp.SendKeys(chromedp.CSS("#kitchen-pw"), setupKitchenPW),
 		chromedp.Click(chromedp.CSS("#show-pw")))
+	// The page applies init's strength rule itself (the boxes only ever
+	// see hashes), with the words a box's refusal has, on the field to fix.
+	english := lang == "en"
+	refusedOn := func(code, input string) string {
+		return visible("#shop-error") + fmt.Sprintf(` && document.querySelector('#shop-error').textContent === %q && document.activeElement === document.querySelector(%q)`,
+			httpapi.Message(code, english), input)
+	}
+	// Every request the page makes from here is recorded: none may carry a password.
+	do("record requests", chromedp.Evaluate[chromedp.Void](`window.__bodies = []; { const f = window.fetch; window.fetch = (u, o) => { window.__bodies.push(String(o && o.body)); return f(u, o); }; }`))
 	do("create (weak)", chromedp.Click(chromedp.CSS("#shop-create")))
-	until("weak password refused", visible("#shop-error"), 10*time.Second)
+	until("weak password refused", refusedOn("WEAK_PASSWORD", "#manager-pw"), 10*time.Second)
 	shot("shop-weak")
+	do("same as the kitchen's", chromedp.Evaluate[chromedp.Void](`document.querySelector('#manager-pw').value = ''`), chromedp.SendKeys(chromedp.CSS("#manager-pw"), setupKitchenPW),
+		chromedp.Click(chromedp.CSS("#shop-create")))
+	until("same passwords refused", refusedOn("SAME_PASSWORDS", "#kitchen-pw"), 10*time.Second)
 	do("fix", chromedp.Evaluate[chromedp.Void](`document.querySelector('#manager-pw').value = ''`), chromedp.SendKeys(chromedp.CSS("#manager-pw"), setupManagerPW))
 	shot("shop")
-	do("create", chromedp.Click(chromedp.CSS("#shop-create")))
-	until("progress", visible("#step-progress")+` || `+visible("#step-done"), 20*time.Second)
+	// What hashing costs: two cost-10 bcrypt hashes by the page's own
+	// module in this headless Chromium (a figure for the notes).
+	c, cc := context.WithTimeout(ctx, time.Minute)
+	ms, err := chromedp.Run(c, chromedp.Evaluate[float64](`(async () => { const m = await import('/setup/bcrypt.js'); const t = performance.now();
+		await m.bcryptHash('tonkotsu-2026-shop'); await m.bcryptHash('kitchen screen 77'); return performance.now() - t; })()`, chromedp.EvalAwaitPromise))
+	cc()
+	if err != nil {
+		t.Fatalf("time bcrypt in the page: %v", err)
+	}
+	t.Logf("two cost-10 bcrypt hashes in headless Chromium: %.0f ms", ms)
+	// The create button says it is working while the page hashes: on a
+	// CPU slowed ten times (an old phone), long enough to photograph.
+	throttle := func(rate float64) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetCPUThrottlingRate, emulation.SetCPUThrottlingRateParams{Rate: rate})
+			return err
+		})
+	}
+	working := fmt.Sprintf(`document.querySelector('#shop-create').disabled && document.querySelector('#shop-create').getAttribute('aria-busy') === 'true' && document.querySelector('#shop-create').textContent === %q`,
+		map[bool]string{false: "処理しています…", true: "Working…"}[english])
+	do("create", throttle(10), chromedp.Click(chromedp.CSS("#shop-create")))
+	until("working", working+` || !`+visible("#step-shop"), 20*time.Second)
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](working)); ok {
+		shot("shop-working")
+	} else {
+		t.Log("hashing ended before the working state could be photographed")
+	}
+	do("full speed", throttle(1))
+	until("progress", visible("#step-progress")+` || `+visible("#step-done"), 60*time.Second)
 	shot("progress")
 	until("done", visible("#step-done"), 2*time.Minute)
 	until("QR loaded", `document.querySelector('#ca-qr').complete && document.querySelector('#ca-qr').naturalWidth > 0`, 20*time.Second)
-	until("sheet filled", `document.querySelector('#sheet-manager').textContent === `+fmt.Sprintf("%q", setupManagerPW), 5*time.Second)
+	until("sheet filled", `document.querySelector('#sheet-manager').textContent === `+fmt.Sprintf("%q", setupManagerPW)+
+		` && document.querySelector('#sheet-kitchen').textContent === `+fmt.Sprintf("%q", setupKitchenPW), 5*time.Second)
 	shot("done")
+	// The boxes got hashes, made by the page, that Go's bcrypt takes; no
+	// request carried a password.
+	bodies, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__bodies`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := false
+	for _, b := range bodies {
+		if strings.Contains(b, setupManagerPW) || strings.Contains(b, setupKitchenPW) {
+			t.Errorf("the page sent a password: %s", b)
+		}
+		created = created || strings.Contains(b, `"managerPasswordHash":"$2a$10$`)
+	}
+	if !created {
+		t.Errorf("no create request with a cost-10 hash among %q", bodies)
+	}
+	raw, err := os.ReadFile(boxes[0].layout.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !staffauth.CheckPassword(cfg.Staff.PasswordHash, setupManagerPW) || !staffauth.CheckPassword(cfg.Staff.KitchenPasswordHash, setupKitchenPW) {
+		t.Errorf("the page's hashes in the config (%q, %q) do not take the passwords", cfg.Staff.PasswordHash, cfg.Staff.KitchenPasswordHash)
+	}
 }
