@@ -276,6 +276,11 @@ $('#box-refresh').addEventListener('click', lookForBoxes);
 $('#box-next').addEventListener('click', () => show('shop'));
 $('#shop-back').addEventListener('click', () => show('boxes'));
 $('#shop-form').addEventListener('submit', create);
+// An error goes once the owner changes the form (create checks again).
+$('#shop-form').addEventListener('input', () => {
+  for (const el of $$('#shop-form [aria-invalid]')) el.removeAttribute('aria-invalid');
+  $('#shop-error').hidden = true;
+});
 $('#show-pw').addEventListener('change', () => {
   for (const id of ['#manager-pw', '#kitchen-pw']) $(id).type = $('#show-pw').checked ? 'text' : 'password';
 });
