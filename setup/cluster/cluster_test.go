@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"masterorder/orders"
 )
@@ -73,6 +76,32 @@ func TestPasswordRuleAndBadFileNames(t *testing.T) {
 	for _, name := range []string{"../etc/passwd.pem", ".hidden.pem", "a.toml"} {
 		if err := (Bundle{Files: map[string][]byte{name: []byte("x")}}).WriteTLS(t.TempDir()); err == nil {
 			t.Errorf("wrote %q", name)
+		}
+	}
+}
+
+// The wizard takes a password hash made elsewhere only when every box can
+// check logins with it: bcrypt, cost 10 to 12.
+func TestCheckPasswordHash(t *testing.T) {
+	h10, err := bcrypt.GenerateFromPassword([]byte("tonkotsu-2026-shop"), bcrypt.DefaultCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h4, err := bcrypt.GenerateFromPassword([]byte("tonkotsu-2026-shop"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := string(h10)
+	for _, h := range []string{good, "$2b$" + good[4:], strings.Replace(good, "$10$", "$12$", 1)} {
+		if err := CheckPasswordHash(h); err != nil {
+			t.Errorf("%q refused: %v", h, err)
+		}
+	}
+	for _, h := range []string{"", "tonkotsu-2026-shop", string(h4), strings.Replace(good, "$10$", "$09$", 1),
+		strings.Replace(good, "$10$", "$13$", 1), strings.Replace(good, "$10$", "$31$", 1), "$2y$" + good[4:], "$2$10$" + good[7:],
+		good[:59], good + "x", good[:40] + "!" + good[41:], " " + good, good + "\n"} {
+		if CheckPasswordHash(h) == nil {
+			t.Errorf("%q accepted", h)
 		}
 	}
 }
