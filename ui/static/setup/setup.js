@@ -156,10 +156,16 @@ function working(on) {
   b.textContent = T.t(b.dataset.i18n);
 }
 
-const painted = () => new Promise((res) => requestAnimationFrame(() => setTimeout(res, 0)));
+// painted resolves once the browser has drawn the working state (or after
+// 100 ms: a tab in the background draws nothing and must not stall).
+const painted = () => new Promise((res) => {
+  requestAnimationFrame(() => setTimeout(res, 0));
+  setTimeout(res, 100);
+});
 
 async function create(ev) {
   ev.preventDefault();
+  if ($('#shop-create').disabled) return; // already hashing and sending
   $('#shop-error').hidden = true;
   for (const el of $$('#shop-form [aria-invalid]')) el.removeAttribute('aria-invalid');
   const managerPassword = $('#manager-pw').value;
