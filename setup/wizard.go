@@ -27,13 +27,13 @@ import (
 //	GET  /setup/api/boxes     the boxes found in setup mode (BoxView)
 //	POST /setup/api/identify  {"id"}: blink that box's LED
 //	POST /setup/api/create    CreateRequest → 202; form the cluster
+//	GET  /setup/api/progress  Progress
 //
 // The page is plain HTTP on the shared store Wi-Fi, so it never sends a
 // password: it checks init's strength rule itself, hashes each password
 // with bcrypt (ui/static/setup/bcrypt.js) and sends the hashes, which the
 // boxes' configs hold as init writes them. A body with a password in it
 // is refused (PLAIN_PASSWORD).
-//	GET  /setup/api/progress  Progress
 
 // Steps of a box in Progress, in order.
 const (
