@@ -53,6 +53,10 @@ func (f *FSM) Capture() (*Capture, error) {
 		f.mu.RUnlock()
 		return nil, errors.New("capture: fsm closed")
 	}
+	if f.sqlR == nil {
+		f.mu.RUnlock()
+		return nil, fmt.Errorf("capture: %w", f.errFilesClosed())
+	}
 	conn, err := f.sqlR.Conn(ctx)
 	if err != nil {
 		f.mu.RUnlock()
