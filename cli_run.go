@@ -116,7 +116,15 @@ func runMember(ctx context.Context, path, tlsDir string, w *setup.Wizard) error 
 		return err
 	}
 	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version, "memory_limit_mib", memLimit>>20)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-n.Fatal():
+		// The box cannot recover in place (a card gone read-only for
+		// good): exit non-zero so the unit restarts it or reboots.
+		log.Error("exiting: the box cannot go on in place", "error", err)
+		n.Stop()
+		return err
+	}
 	log.Info("shutting down")
 	n.Stop()
 	return nil

@@ -60,7 +60,9 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 	if p.Version == 0 {
 		p.Version = 1
 	}
-	if err := n.fsm.Halted(); err != nil {
+	// A paused FSM (a full card being waited out) still forwards: the
+	// leader's replica answers. A halted one refuses.
+	if err := n.fsm.Halted(); err != nil && (!errors.Is(err, raftfsm.ErrPaused) || n.raft.State() == raft.Leader) {
 		return nil, err
 	}
 	deadline := time.Now().Add(retryWindow)
@@ -124,6 +126,12 @@ func (n *Node) commitOnLeader(p Proposal) (out []byte, index uint64, err error) 
 		// A leader that cannot apply must not commit: hand over.
 		n.stepDownIfHalted()
 		return nil, 0, fmt.Errorf("%w: %v", errRetry, err)
+	}
+	if n.diskRefusesWrites() {
+		// Below the hard floor: refuse before SQLite or bbolt meet a
+		// full card mid-commit, and let a box with room lead.
+		n.handOverForDisk(time.Now())
+		return nil, 0, ErrDiskFull
 	}
 	stamp, ok := n.clock.stamp()
 	if !ok || !n.ready.Load() {

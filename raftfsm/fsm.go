@@ -102,11 +102,12 @@ type FSM struct {
 
 	repaired *DamageError // what Open found damaged and set aside, if anything
 
-	listenMu  sync.RWMutex
-	listener  func([]Event)
-	onRestore func(applied uint64)
-	onPause   func(*PausedError)
-	source    Source
+	listenMu    sync.RWMutex
+	listener    func([]Event)
+	onRestore   func(applied uint64)
+	onPause     func(*PausedError)
+	captureGate func(int64) error
+	source      Source
 }
 
 // Open opens (or creates) the FSM files in dir and runs the migrations.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -63,6 +65,25 @@ func (f *FSM) SetSource(s Source) {
 	f.listenMu.Lock()
 	f.source = s
 	f.listenMu.Unlock()
+}
+
+// SetCaptureGate installs fn, asked before every capture with the size of
+// the FSM files (a capture copies them): an error refuses the capture.
+func (f *FSM) SetCaptureGate(fn func(fsmBytes int64) error) {
+	f.listenMu.Lock()
+	f.captureGate = fn
+	f.listenMu.Unlock()
+}
+
+// FilesBytes is the size of the FSM files on disk.
+func (f *FSM) FilesBytes() int64 {
+	var sum int64
+	for _, name := range []string{boltFile, sqliteFile, sqliteFile + "-wal"} {
+		if st, err := os.Stat(filepath.Join(f.dir, name)); err == nil {
+			sum += st.Size()
+		}
+	}
+	return sum
 }
 
 // SetPauseListener installs fn, told when the FSM pauses (and again when

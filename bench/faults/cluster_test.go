@@ -84,6 +84,11 @@ type clusterOpts struct {
 	// powercut puts each node's data dir on its own power-cut
 	// filesystem (see powerCut).
 	powercut bool
+	// tmpfs puts each node's data dir on its own tmpfs of this size
+	// ("64m"; root only): a card that can fill up (disk_test.go).
+	tmpfs string
+	// disk sets [disk] (TOML keys → values).
+	disk map[string]any
 }
 
 // proc is one node: its config and its current process.
@@ -177,6 +182,11 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 			p.fs = powercut.MountDirT(t, filepath.Join(dir, "backing-"+id), p.dataDir)
 		}
 	}
+	if o.tmpfs != "" {
+		for _, id := range c.ids {
+			mountTmpfs(t, c.nodes[id].dataDir, o.tmpfs)
+		}
+	}
 	t.Cleanup(c.keepLogsOnFailure)
 	t.Cleanup(c.killAll)
 	for _, id := range c.ids {
@@ -208,6 +218,9 @@ func (c *cluster) editConfig(id string, o clusterOpts) {
 	}
 	if len(o.raft) > 0 {
 		cfg["raft"] = o.raft
+	}
+	if len(o.disk) > 0 {
+		cfg["disk"] = o.disk
 	}
 	cfg["log"] = map[string]any{"level": cmp.Or(o.logLevel, "info"), "format": "json"}
 	out, err := toml.Marshal(cfg)
@@ -399,6 +412,18 @@ type status struct {
 	Term         uint64 `json:"term"`
 	CommitIndex  uint64 `json:"commitIndex"`
 	AppliedIndex uint64 `json:"appliedIndex"`
+	// Disk is the box's card, and each member's as it last reported it.
+	Disk  *diskStatus `json:"disk"`
+	Nodes []struct {
+		ID   string      `json:"id"`
+		Disk *diskStatus `json:"disk"`
+	} `json:"nodes"`
+}
+
+type diskStatus struct {
+	State      string `json:"state"`
+	FreeBytes  uint64 `json:"freeBytes"`
+	TotalBytes uint64 `json:"totalBytes"`
 }
 
 func (c *cluster) get(id, path string, out any) error {
