@@ -187,19 +187,12 @@ func (n *Node) refreshDisk(now time.Time) DiskStatus {
 	cfg := n.cfg.Disk
 	hard := floor(d.total, cfg.HardFloorPercent, cfg.HardFloorMB)
 	low := floor(d.total, cfg.LowFloorPercent, cfg.LowFloorMB)
-	appendFull := d.appendErr != nil && now.Sub(d.appendErrAt) < appendFailHold
-	state := DiskOK
-	switch {
-	case d.rdonly || (pause != nil && pause.Class != raftfsm.ClassFull) ||
-		(appendFull && raftfsm.Classify(d.appendErr) != raftfsm.ClassFull):
-		state = DiskReadOnly
-	case d.free < hard || pause != nil || appendFull:
-		state = DiskFull
-	case !d.lastSlow.IsZero() && now.Sub(d.lastSlow) < slowHold:
-		state = DiskSlow
-	case d.free < low || d.free < uint64(fsmBytes)+hard:
-		state = DiskLow
+	in := diskInputs{free: d.free, total: d.total, fsmBytes: fsmBytes, rdonly: d.rdonly, pause: pause,
+		slow: !d.lastSlow.IsZero() && now.Sub(d.lastSlow) < slowHold}
+	if d.appendErr != nil && now.Sub(d.appendErrAt) < appendFailHold {
+		in.appendErr = d.appendErr
 	}
+	state := diskState(in, cfg)
 	if state != d.cur.State {
 		if d.cur.State != "" || state != DiskOK {
 			n.log.Warn("storage state changed", "from", d.cur.State, "to", state, "freeBytes", d.free, "totalBytes", d.total,
@@ -216,6 +209,35 @@ func (n *Node) refreshDisk(now time.Time) DiskStatus {
 	}
 	d.cur.State, d.cur.FreeBytes, d.cur.TotalBytes = state, d.free, d.total
 	return d.cur
+}
+
+// diskInputs is what the state is judged from.
+type diskInputs struct {
+	free, total uint64
+	fsmBytes    int64
+	rdonly      bool                 // statfs says read-only
+	pause       *raftfsm.PausedError // the FSM waits out a failure
+	appendErr   error                // a recent failed Raft log write
+	slow        bool                 // a recent slow Raft log write
+}
+
+// diskState sums the inputs up as one state, the worst first.
+func diskState(in diskInputs, cfg DiskConfig) string {
+	hard := floor(in.total, cfg.HardFloorPercent, cfg.HardFloorMB)
+	low := floor(in.total, cfg.LowFloorPercent, cfg.LowFloorMB)
+	switch {
+	case in.rdonly || (in.pause != nil && in.pause.Class != raftfsm.ClassFull) ||
+		(in.appendErr != nil && raftfsm.Classify(in.appendErr) != raftfsm.ClassFull):
+		return DiskReadOnly
+	case in.free < hard || in.pause != nil || in.appendErr != nil:
+		return DiskFull
+	case in.slow:
+		return DiskSlow
+	case in.free < low || in.free < uint64(in.fsmBytes)+hard:
+		// Low, or a capture's side copy would cross the hard floor.
+		return DiskLow
+	}
+	return DiskOK
 }
 
 // watchDisk refreshes the state every second (and at once when the FSM

@@ -87,6 +87,10 @@ type clusterOpts struct {
 	// tmpfs puts each node's data dir on its own tmpfs of this size
 	// ("64m"; root only): a card that can fill up (disk_test.go).
 	tmpfs string
+	// ext4 puts each node's data dir on its own loop-mounted ext4 of this
+	// size ("96M"; root only) with errors=remount-ro: a card that can go
+	// read-only (disk_test.go).
+	ext4 string
 	// disk sets [disk] (TOML keys → values).
 	disk map[string]any
 }
@@ -102,6 +106,8 @@ type proc struct {
 
 	// fs is the power-cut filesystem under dataDir (nil without one).
 	fs *powercut.FS
+	// image is the ext4 image loop-mounted on dataDir ("" without one).
+	image string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -185,6 +191,13 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	if o.tmpfs != "" {
 		for _, id := range c.ids {
 			mountTmpfs(t, c.nodes[id].dataDir, o.tmpfs)
+		}
+	}
+	if o.ext4 != "" {
+		for _, id := range c.ids {
+			p := c.nodes[id]
+			p.image = filepath.Join(dir, "card-"+id+".img")
+			mountExt4(t, p.image, p.dataDir, o.ext4)
 		}
 	}
 	t.Cleanup(c.keepLogsOnFailure)

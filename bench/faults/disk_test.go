@@ -235,3 +235,113 @@ func (c *cluster) waitPeerDisk(from, id, state string, timeout time.Duration) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// mountExt4 makes an ext4 image of size and loop-mounts it at dir with
+// errors=remount-ro (as a box's card), unmounted on every path.
+func mountExt4(t testing.TB, image, dir, size string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("loop-mounting an ext4 image needs root")
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"truncate", "-s", size, image}, {"mkfs.ext4", "-q", "-F", image}} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	mountImage(t, image, dir)
+	t.Cleanup(func() { unmountImage(t, dir) })
+}
+
+func mountImage(t testing.TB, image, dir string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-o", "loop,errors=remount-ro", image, dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s at %s: %v\n%s", image, dir, err, out)
+	}
+}
+
+func unmountImage(t testing.TB, dir string) {
+	if exec.Command("findmnt", dir).Run() != nil {
+		return // not mounted
+	}
+	if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+		t.Logf("umount %s: %v %s; detaching", dir, err, out)
+		exec.Command("umount", "-l", dir).Run()
+	}
+}
+
+// loopDev is the loop device (loopN) mounted at dir.
+func loopDev(t testing.TB, dir string) string {
+	t.Helper()
+	out, err := exec.Command("findmnt", "-no", "SOURCE", dir).Output()
+	if err != nil {
+		t.Fatalf("findmnt %s: %v", dir, err)
+	}
+	return filepath.Base(strings.TrimSpace(string(out)))
+}
+
+// exitCode waits until id's process has exited (within timeout) and
+// returns its exit status.
+func (c *cluster) exitCode(id string, timeout time.Duration) int {
+	c.t.Helper()
+	p := c.nodes[id]
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		c.t.Fatalf("%s did not exit within %v", id, timeout)
+		return 0
+	}
+}
+
+// TestDiskReadOnlyFollowerExitsToItsUnit turns a follower's ext4 card
+// read-only (/sys/fs/ext4/<dev>/trigger_fs_error, as a failing card does
+// with errors=remount-ro) during a storm. A read-only ext4 cannot be made
+// writable again while mounted (the kernel refuses remount,rw after an
+// error), so the box cannot recover in place: it says so (status
+// "readonly", seen by the others too), gives up nothing acknowledged,
+// and exits non-zero (not 2) after disk.readonly_exit_after. The test
+// then does what its unit and the reboot do: e2fsck, mount, start it
+// again; the box rebuilds and is current, and nothing is lost, doubled
+// or left disagreeing.
+func TestDiskReadOnlyFollowerExitsToItsUnit(t *testing.T) {
+	c := newCluster(t, clusterOpts{raft: snappy, logLevel: "debug", ext4: "128M", disk: map[string]any{"readonly_exit_after": "5s"}})
+	rep := storm(t, c, stormConfig(c, 40*time.Second), func() {
+		leader := c.waitLeader(15 * time.Second)
+		victim := c.followers(leader)[0]
+		c.waitAged(victim, 30*time.Second)
+		p := c.nodes[victim]
+		dev := loopDev(t, p.dataDir)
+		if err := os.WriteFile("/sys/fs/ext4/"+dev+"/trigger_fs_error", []byte("masterorder fault suite\n"), 0o200); err != nil {
+			t.Fatalf("trigger_fs_error on %s: %v", dev, err)
+		}
+		broke := time.Now()
+		t.Logf("follower %s: ext4 on %s turned read-only", victim, dev)
+		took := c.waitDiskState(victim, "readonly", 15*time.Second)
+		t.Logf("follower %s says its card is read-only after %v", victim, took.Round(time.Millisecond))
+		c.waitPeerDisk(leader, victim, "readonly", 10*time.Second)
+		code := c.exitCode(victim, 60*time.Second)
+		t.Logf("follower %s exited with status %d %v after its card went read-only", victim, code, time.Since(broke).Round(time.Millisecond))
+		if code == 0 || code == 2 {
+			t.Errorf("exit status %d: want non-zero and not 2 (2 is a configuration error)", code)
+		}
+		// Its unit and the reboot: check the file system, mount it, start.
+		unmountImage(t, p.dataDir)
+		out, err := exec.Command("e2fsck", "-fy", p.image).CombinedOutput()
+		t.Logf("e2fsck: %v\n%s", err, out)
+		mountImage(t, p.image, p.dataDir)
+		c.start(victim)
+		took = c.waitCurrent(victim, 90*time.Second)
+		t.Logf("follower %s current %v after its restart by the unit", victim, took.Round(time.Millisecond))
+		c.waitDiskState(victim, "ok", 10*time.Second)
+	})
+	c.checkReport(rep)
+	checkNo5xx(t, rep)
+	c.checkState(rep)
+	c.compareDumps()
+}
