@@ -71,7 +71,13 @@ func TestSlowFollowerFsyncSpikes(t *testing.T) {
 	c.nodes[slow].fs.SetFsyncDelay(powercut.SpikeDelay(0, 2*time.Second, 0.05))
 	defer c.nodes[slow].fs.SetFsyncDelay(nil)
 	count := c.leaderChanges()
-	rep := storm(t, c, storeLoad(c, 30*time.Second), func() {})
+	rep := storm(t, c, storeLoad(c, 30*time.Second), func() {
+		// The box says its card is slow (a Raft log write over
+		// disk.slow_write), and the others show it.
+		took := c.waitDiskState(slow, "slow", 25*time.Second)
+		t.Logf("follower %s says its card is slow after %v", slow, took.Round(time.Millisecond))
+		c.waitPeerDisk(leader, slow, "slow", 10*time.Second)
+	})
 	changes := count()
 	c.nodes[slow].fs.SetFsyncDelay(nil)
 	t.Logf("2 s fsync spikes on follower %s: %d leader changes; order latency p50 %.0f ms p99 %.0f ms max %.0f ms, %.1f orders/s",
