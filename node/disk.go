@@ -247,9 +247,15 @@ func (n *Node) watchDisk() {
 	defer n.wg.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var peersAsked time.Time
 	for {
 		now := time.Now()
 		s := n.refreshDisk(now)
+		if now.Sub(peersAsked) >= peerDiskEvery {
+			peersAsked = now
+			n.wg.Add(1)
+			go n.fetchPeerDisks()
+		}
 		if s.State == DiskFull || s.State == DiskReadOnly {
 			n.handOverForDisk(now)
 		}
@@ -433,6 +439,30 @@ func (s fsmSource) LatestSnapshot() (uint64, io.ReadCloser, error) {
 func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(n.Disk())
+}
+
+// peerDiskEvery: how often each member's card is asked for.
+const peerDiskEvery = 2 * time.Second
+
+// fetchPeerDisks asks every other member for its card.
+func (n *Node) fetchPeerDisks() {
+	defer n.wg.Done()
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == n.cfg.NodeID {
+			continue
+		}
+		wg.Add(1)
+		go func(id, addr string) {
+			defer wg.Done()
+			n.fetchPeerDisk(n.ctx, id, addr)
+		}(string(srv.ID), string(srv.Address))
+	}
+	wg.Wait()
 }
 
 // fetchPeerDisk asks a member for its card (short timeout) and keeps the
