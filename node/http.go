@@ -283,7 +283,8 @@ func (n *Node) ReadReplica(c echo.Context) (stale bool, err error) {
 // Ready reports whether this node knows a leader it heard from recently and
 // has applied what it knows to be committed.
 func (n *Node) Ready() bool {
-	if n.raft == nil || n.fsm.Halted() != nil {
+	if n.raft == nil || n.fsm.Halted() != nil || n.voteRefusal() != nil {
+		// Halted, paused, or its Raft log takes no writes (disk.go).
 		return false
 	}
 	switch n.raft.State() {

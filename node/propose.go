@@ -88,6 +88,10 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 			return out, nil
 		case errors.Is(err, errRetry):
 			retry = true
+		case errors.Is(err, ErrDiskFull):
+			// Refused before Raft saw it, by a leader handing over for
+			// its full card: the next leader takes it.
+			retry = true
 		case errors.Is(err, ErrUnknownOutcome):
 			if !p.Idempotent {
 				return nil, err
@@ -100,7 +104,7 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 			n.metrics.proposeRetries.Inc()
 		}
 		if !retry || time.Now().After(deadline) {
-			if errors.Is(err, ErrUnknownOutcome) {
+			if errors.Is(err, ErrUnknownOutcome) || errors.Is(err, ErrDiskFull) {
 				return nil, err
 			}
 			return nil, ErrNoQuorum
