@@ -312,7 +312,8 @@ func (n *Node) wakeDisk() {
 // a leader hands over (a paused FSM answers nothing).
 func (n *Node) onFSMPause(p *raftfsm.PausedError) {
 	n.wakeDisk()
-	if p != nil {
+	// Raft replays entries before NewRaft returns: n.raft may not be set.
+	if p != nil && n.raftRef.Load() != nil {
 		n.stepDownIfHalted()
 	}
 }
