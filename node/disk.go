@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -160,21 +158,10 @@ func statDisk(dir string) (free, total uint64, rdonly bool, err error) {
 	return st.Bavail * bs, st.Blocks * bs, uint64(st.Flags)&stRdonly != 0, nil
 }
 
-// fsmFilesBytes is what the FSM files take (a capture copies as much).
-func fsmFilesBytes(dir string) int64 {
-	var sum int64
-	for _, name := range []string{"fsm.bolt", "domain.sqlite", "domain.sqlite-wal"} {
-		if st, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			sum += st.Size()
-		}
-	}
-	return sum
-}
-
 // refreshDisk recomputes the state; it returns it.
 func (n *Node) refreshDisk(now time.Time) DiskStatus {
 	free, total, rdonly, err := statDisk(n.cfg.DataDir)
-	fsmBytes := fsmFilesBytes(filepath.Join(n.cfg.DataDir, "fsm"))
+	fsmBytes := n.fsm.FilesBytes()
 	pause := n.fsm.Paused()
 	d := &n.disk
 	d.mu.Lock()
