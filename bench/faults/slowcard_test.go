@@ -114,9 +114,13 @@ func TestMeasureFsyncDelays(t *testing.T) {
 		t.Run(run.name, func(t *testing.T) {
 			c := newCluster(t, clusterOpts{powercut: true, raft: snappy})
 			var count func() int
+			// 40 tables × 3 guests: about 20 orders/s get through the
+			// cooldowns and the per-table burst window.
+			cfg := storeLoad(c, 20*time.Second)
+			cfg.Tables = 40
 			// The card slows down once the orders flow (setup on a normal
 			// card: the measure is of guests' orders).
-			rep := storm(t, c, storeLoad(c, 20*time.Second), func() {
+			rep := storm(t, c, cfg, func() {
 				leader := c.waitLeader(15 * time.Second)
 				for _, id := range c.ids {
 					c.nodes[id].fs.SetFsyncDelay(run.all)
