@@ -116,7 +116,15 @@ func runMember(ctx context.Context, path, tlsDir string, w *setup.Wizard) error 
 		return err
 	}
 	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version, "memory_limit_mib", memLimit>>20)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-n.Fatal():
+		// The box cannot recover in place (a card gone read-only for
+		// good): exit non-zero so the unit restarts it or reboots.
+		log.Error("exiting: the box cannot go on in place", "error", err)
+		n.Stop()
+		return err
+	}
 	log.Info("shutting down")
 	n.Stop()
 	return nil
@@ -134,6 +142,18 @@ func setupStart(log *slog.Logger) setup.StartFunc {
 			return nil, err
 		}
 		log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version)
+		go func() {
+			select {
+			case <-n.Done():
+			case err := <-n.Fatal():
+				// As runMember: a card that stays read-only ends the
+				// process non-zero so its unit (or a reboot) can act;
+				// setup's Run has no error path once it became a member.
+				log.Error("exiting: the box cannot go on in place", "error", err)
+				n.Stop()
+				os.Exit(1)
+			}
+		}()
 		return n.Stop, nil
 	}
 }

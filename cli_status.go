@@ -49,13 +49,56 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprint(stdout, "  (this box's wall clock looks wrong)")
 	}
 	fmt.Fprintln(stdout)
-	fmt.Fprintf(stdout, "%-8s %-22s %-22s %-9s %s\n", "ID", "HTTP", "RAFT", "SUFFRAGE", "REACHABLE")
+	if s.Disk != nil {
+		fmt.Fprintf(stdout, "this box's memory card: %s\n", diskWords(*s.Disk))
+	}
+	fmt.Fprintf(stdout, "%-8s %-22s %-22s %-9s %-9s %s\n", "ID", "HTTP", "RAFT", "SUFFRAGE", "REACHABLE", "MEMORY CARD")
 	for _, m := range s.Nodes {
-		fmt.Fprintf(stdout, "%-8s %-22s %-22s %-9s %v\n", m.ID, m.HTTPAddr, m.RaftAddr, m.Suffrage, m.Reachable)
+		card := "unknown"
+		if m.Disk != nil {
+			card = diskWords(*m.Disk)
+		}
+		fmt.Fprintf(stdout, "%-8s %-22s %-22s %-9s %-9v %s\n", m.ID, m.HTTPAddr, m.RaftAddr, m.Suffrage, m.Reachable, card)
 	}
 	if s.CloudSync != nil {
 		b, _ := json.Marshal(s.CloudSync)
 		fmt.Fprintf(stdout, "cloud sync: %s\n", b)
 	}
 	return nil
+}
+
+// diskWords says a box's card in plain words, with its free space.
+func diskWords(d node.DiskStatus) string {
+	var what string
+	switch d.State {
+	case node.DiskOK:
+		what = "fine"
+	case node.DiskLow:
+		what = "getting full (backups paused; free some space or use a larger card)"
+	case node.DiskFull:
+		what = "FULL: this box takes no orders, the other boxes do; free space or replace the card"
+	case node.DiskReadOnly:
+		what = "READ-ONLY (failing): the other boxes take the orders; replace the card"
+	case node.DiskSlow:
+		what = "very slow (worn): orders continue; replace the card soon"
+	default:
+		what = d.State
+	}
+	s := fmt.Sprintf("%s, %s free of %s", what, humanBytes(d.FreeBytes), humanBytes(d.TotalBytes))
+	if d.State != node.DiskOK && !d.Since.IsZero() {
+		s += ", since " + d.Since.Local().Format("15:04:05")
+	}
+	return s
+}
+
+// humanBytes writes a size as an owner reads it (MB, GB).
+func humanBytes(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%d MB", b>>20)
+	default:
+		return fmt.Sprintf("%d KB", b>>10)
+	}
 }

@@ -41,6 +41,10 @@ func (n *Node) WriteBackup(ctx context.Context, w io.Writer) (uint64, error) {
 // a point-in-time copy of the replica at one index, ready to stream; the
 // caller closes it.
 func (n *Node) CaptureBackup(ctx context.Context) (*raftfsm.Capture, error) {
+	// Backups are the first thing a card short of room gives up.
+	if s := n.Disk().State; s == DiskLow || s == DiskFull || s == DiskReadOnly {
+		return nil, fmt.Errorf("backup: %w", ErrDiskLow)
+	}
 	if err := n.ConsistentRead(ctx); err != nil {
 		return nil, err
 	}

@@ -69,6 +69,7 @@ type Config struct {
 	TLS  TLSConfig  `toml:"tls"`
 	Raft RaftConfig `toml:"raft"`
 	Log  LogConfig  `toml:"log"`
+	Disk DiskConfig `toml:"disk"`
 }
 
 // HTTPConfig restricts the plain-HTTP listener.
@@ -125,6 +126,7 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("config: %s: %s", e.Se
 func Defaults() Config {
 	return Config{
 		ShopID: "shop",
+		Disk:   defaultDisk(),
 		Raft: RaftConfig{
 			HeartbeatTimeout:   Duration{300 * time.Millisecond},
 			ElectionTimeout:    Duration{300 * time.Millisecond},
@@ -274,6 +276,9 @@ func (c *Config) Validate() error {
 	}
 	if r.MaxAppendEntries < 1 || r.MaxAppendEntries > 1024 {
 		return bad("raft.max_append_entries", "must be 1..1024")
+	}
+	if err := c.Disk.validate(); err != nil {
+		return err
 	}
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":

@@ -58,6 +58,8 @@ var forwardedErrs = []struct {
 	code string
 	err  error
 }{
+	{"disk_full", ErrDiskFull},
+	{"paused", raftfsm.ErrPaused},
 	{"halted", ErrHalted},
 	{"no_quorum", ErrNoQuorum},
 	{"unknown_outcome", ErrUnknownOutcome},
@@ -200,6 +202,7 @@ func (n *Node) internalHandler() http.Handler {
 	})
 	n.registerMembersInternal(mux)
 	mux.HandleFunc("GET /internal/snapshot", n.serveSnapshot) // rebuild.go
+	mux.HandleFunc("GET /internal/disk", n.serveDisk)         // disk.go
 	return requireSecret(n.cfg.ClusterSecret, mux)
 }
 

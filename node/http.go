@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"masterorder/httpapi"
+	"masterorder/raftfsm"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -42,6 +43,17 @@ func (n *Node) FailErr(c echo.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrNoQuorum), errors.Is(err, ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "NO_QUORUM", RetryAfter: 2 * time.Second})
+	case errors.Is(err, ErrDiskFull):
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "DISK_FULL", RetryAfter: 2 * time.Second})
+	case errors.Is(err, ErrDiskLow):
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "DISK_LOW", RetryAfter: time.Minute})
+	case errors.Is(err, raftfsm.ErrPaused):
+		code := "DISK_READONLY"
+		var pe *raftfsm.PausedError
+		if errors.As(err, &pe) && pe.Class == raftfsm.ClassFull {
+			code = "DISK_FULL"
+		}
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: code, RetryAfter: 2 * time.Second})
 	case errors.Is(err, ErrHalted):
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "NODE_HALTED", RetryAfter: 5 * time.Second})
 	default:
@@ -271,7 +283,8 @@ func (n *Node) ReadReplica(c echo.Context) (stale bool, err error) {
 // Ready reports whether this node knows a leader it heard from recently and
 // has applied what it knows to be committed.
 func (n *Node) Ready() bool {
-	if n.raft == nil || n.fsm.Halted() != nil {
+	if n.raft == nil || n.fsm.Halted() != nil || n.voteRefusal() != nil {
+		// Halted, paused, or its Raft log takes no writes (disk.go).
 		return false
 	}
 	switch n.raft.State() {
@@ -322,6 +335,8 @@ type MemberStatus struct {
 	// own wall clock), present while it cannot reach it: the owner's
 	// "box c has not answered since 10:42".
 	DownSince string `json:"downSince,omitempty"`
+	// Disk is the member's card as it last reported it (absent: never).
+	Disk *DiskStatus `json:"disk,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -337,6 +352,8 @@ type Status struct {
 	ClockSuspect bool           `json:"clockSuspect"`
 	// Stale: this node cannot reach a quorum and serves its replica as is.
 	Stale bool `json:"stale"`
+	// Disk is this box's card (disk.go).
+	Disk *DiskStatus `json:"disk,omitempty"`
 	// CloudSync is the domain's cloud sync status (AddStatus).
 	CloudSync any `json:"cloudSync,omitempty"`
 }
@@ -361,6 +378,9 @@ func (n *Node) Status() Status {
 		FSMTime:      n.FSMNow(),
 		ClockSuspect: n.clockSuspect(),
 	}
+	if d := n.Disk(); d.State != "" {
+		s.Disk = &d
+	}
 	if id, _ := n.LeaderID(); id != "" {
 		s.Leader = &LeaderInfo{ID: id, HTTPAddr: n.MemberHTTP(id)}
 	}
@@ -379,6 +399,9 @@ func (n *Node) Status() Status {
 				if !since.IsZero() {
 					m.DownSince = since.UTC().Format(time.RFC3339)
 				}
+			}
+			if d, ok := n.PeerDisk(id); ok && d.State != "" {
+				m.Disk = &d
 			}
 			s.Nodes = append(s.Nodes, m)
 		}

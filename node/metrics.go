@@ -60,6 +60,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newRaftCollector(n),
+		newDiskCollector(n),
 	)
 	return m
 }
@@ -174,16 +175,21 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 type countedLogStore struct {
 	raft.LogStore
 	writes prometheus.Counter
+	noted  func(took time.Duration, err error) // the card's watch (disk.go)
 }
 
 func (s countedLogStore) StoreLog(l *raft.Log) error {
-	s.writes.Inc()
-	return s.LogStore.StoreLog(l)
+	return s.StoreLogs([]*raft.Log{l})
 }
 
 func (s countedLogStore) StoreLogs(logs []*raft.Log) error {
 	s.writes.Inc()
-	return s.LogStore.StoreLogs(logs)
+	start := time.Now()
+	err := s.LogStore.StoreLogs(logs)
+	if s.noted != nil {
+		s.noted(time.Since(start), err)
+	}
+	return err
 }
 
 // meteredFSM is what Raft drives: the node's FSM with timings around

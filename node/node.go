@@ -95,6 +95,9 @@ type Node struct {
 	leaderRounds  readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
 	remoteRounds  readRounds
 
+	disk  diskWatch  // this box's card (disk.go)
+	fatal chan error // the box cannot go on in place (Fatal)
+
 	extrasMu   sync.Mutex
 	statusFns  []func(*Status)
 	staffCheck func(r *http.Request) bool
@@ -148,7 +151,10 @@ func New(cfg Config, opts Options) (*Node, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel}
+	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel, fatal: make(chan error, 1)}
+	n.disk.wake = make(chan struct{}, 1)
+	fsm.SetPauseListener(n.onFSMPause)
+	fsm.SetCaptureGate(n.captureGate)
 	n.kv = kv.Client{P: kvProposer{n}, V: n}
 	// Both ends of every cluster connection check the peer's node id
 	// against the membership and the deny-list (peercheck.go).
@@ -189,6 +195,7 @@ func (n *Node) Start() error { return n.StartContext(context.Background()) }
 // box has none usable (rebuild.go), e.g. on SIGTERM.
 func (n *Node) StartContext(ctx context.Context) error {
 	n.started = time.Now()
+	n.refreshDisk(n.started)
 	if err := n.startRaft(ctx); err != nil {
 		n.Stop()
 		return err
@@ -218,7 +225,7 @@ func (n *Node) StartContext(ctx context.Context) error {
 			n.log.Error("http server stopped", "error", err)
 		}
 	}()
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.probe.run(n)
 	if err := n.startGuestName(); err != nil {
@@ -226,6 +233,7 @@ func (n *Node) StartContext(ctx context.Context) error {
 		// the name is not answered.
 		n.log.Error("cannot answer the store's name on the LAN", "name", n.cfg.MDNSName, "error", err)
 	}
+	go n.watchDisk()
 	return nil
 }
 
@@ -263,11 +271,14 @@ func (n *Node) startRaft(ctx context.Context) error {
 	}
 	rc.NoSnapshotRestoreOnStart = !restore
 
-	logs := raft.LogStore(countedLogStore{LogStore: store, writes: n.metrics.logWrites})
+	// A paused FSM catches up from the log and the newest snapshot.
+	n.fsm.SetSource(fsmSource{logs: store, snaps: snaps})
+	logs := raft.LogStore(countedLogStore{LogStore: store, writes: n.metrics.logWrites, noted: n.noteLogWrite})
 	if cache, err := raft.NewLogCache(1024, logs); err == nil {
 		logs = cache
 	}
-	r, err := raft.NewRaft(rc, meteredFSM{f: n.fsm, m: n.metrics}, logs, store, snaps, unpipelined{n.trans})
+	stable := voteGuard{StableStore: store, refuse: n.voteRefusal}
+	r, err := raft.NewRaft(rc, meteredFSM{f: n.fsm, m: n.metrics}, logs, stable, snaps, unpipelined{n.trans})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -504,6 +515,19 @@ func (n *Node) Stop() {
 		}
 		n.fsm.Close()
 	})
+}
+
+// Fatal delivers the error of a box that cannot go on in place (a card
+// read-only for longer than disk.readonly_exit_after): the process should
+// stop the node and exit non-zero, so its unit or a reboot can act.
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+func (n *Node) fail(err error) {
+	n.log.Error("cannot go on in place", "error", err)
+	select {
+	case n.fatal <- err:
+	default:
+	}
 }
 
 // Done is closed when the node is stopping.

@@ -60,7 +60,9 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 	if p.Version == 0 {
 		p.Version = 1
 	}
-	if err := n.fsm.Halted(); err != nil {
+	// A paused FSM (a full card being waited out) still forwards: the
+	// leader's replica answers. A halted one refuses.
+	if err := n.fsm.Halted(); err != nil && (!errors.Is(err, raftfsm.ErrPaused) || n.raft.State() == raft.Leader) {
 		return nil, err
 	}
 	deadline := time.Now().Add(retryWindow)
@@ -86,6 +88,10 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 			return out, nil
 		case errors.Is(err, errRetry):
 			retry = true
+		case errors.Is(err, ErrDiskFull):
+			// Refused before Raft saw it, by a leader handing over for
+			// its full card: the next leader takes it.
+			retry = true
 		case errors.Is(err, ErrUnknownOutcome):
 			if !p.Idempotent {
 				return nil, err
@@ -98,7 +104,7 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 			n.metrics.proposeRetries.Inc()
 		}
 		if !retry || time.Now().After(deadline) {
-			if errors.Is(err, ErrUnknownOutcome) {
+			if errors.Is(err, ErrUnknownOutcome) || errors.Is(err, ErrDiskFull) {
 				return nil, err
 			}
 			return nil, ErrNoQuorum
@@ -124,6 +130,12 @@ func (n *Node) commitOnLeader(p Proposal) (out []byte, index uint64, err error) 
 		// A leader that cannot apply must not commit: hand over.
 		n.stepDownIfHalted()
 		return nil, 0, fmt.Errorf("%w: %v", errRetry, err)
+	}
+	if n.diskRefusesWrites() {
+		// Below the hard floor: refuse before SQLite or bbolt meet a
+		// full card mid-commit, and let a box with room lead.
+		n.handOverForDisk(time.Now())
+		return nil, 0, ErrDiskFull
 	}
 	stamp, ok := n.clock.stamp()
 	if !ok || !n.ready.Load() {

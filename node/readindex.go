@@ -165,6 +165,12 @@ func (n *Node) ReadLocal(ctx context.Context) (stale bool, err error) {
 	if err := n.fsm.Halted(); err != nil {
 		return false, err
 	}
+	if n.voteRefusal() != nil {
+		// The card takes no Raft log writes (disk.go): no newer entry can
+		// reach this replica, so waiting for one only delays the answer.
+		n.degraded.Store(true)
+		return true, nil
+	}
 	patience := n.staleAfter()
 	if n.degraded.Load() {
 		patience = degradedTry

@@ -53,6 +53,19 @@ func (f *FSM) Capture() (*Capture, error) {
 		f.mu.RUnlock()
 		return nil, errors.New("capture: fsm closed")
 	}
+	if f.sqlR == nil {
+		f.mu.RUnlock()
+		return nil, fmt.Errorf("capture: %w", f.errFilesClosed())
+	}
+	f.listenMu.RLock()
+	gate := f.captureGate
+	f.listenMu.RUnlock()
+	if gate != nil {
+		if err := gate(f.FilesBytes()); err != nil {
+			f.mu.RUnlock()
+			return nil, fmt.Errorf("capture: %w", err)
+		}
+	}
 	conn, err := f.sqlR.Conn(ctx)
 	if err != nil {
 		f.mu.RUnlock()

@@ -90,13 +90,24 @@ type FSM struct {
 	wall    int64
 	nowAt   time.Time // local monotonic instant now was last set (see NowAt)
 	halted  error
+	paused  *PausedError  // a storage failure being waited out (pause.go)
 	advance chan struct{} // closed and replaced whenever applied moves
+
+	// owed is the newest index Raft handed over while paused; reopen says
+	// the files must be reopened through the repair path first (both
+	// guarded by applyMu). resuming: a resumeLoop runs.
+	owed     uint64
+	reopen   bool
+	resuming atomic.Bool
 
 	repaired *DamageError // what Open found damaged and set aside, if anything
 
-	listenMu  sync.RWMutex
-	listener  func([]Event)
-	onRestore func(applied uint64)
+	listenMu    sync.RWMutex
+	listener    func([]Event)
+	onRestore   func(applied uint64)
+	onPause     func(*PausedError)
+	captureGate func(int64) error
+	source      Source
 }
 
 // Open opens (or creates) the FSM files in dir and runs the migrations.
@@ -311,11 +322,34 @@ func (f *FSM) LastWall() int64 {
 	return f.wall
 }
 
-// Halted returns the reason the FSM stopped applying, or nil.
+// Halted returns the reason the FSM stopped applying, or nil: a halt, or
+// a pause (a *PausedError, which matches ErrHalted and ErrPaused).
 func (f *FSM) Halted() error {
 	f.state.Lock()
 	defer f.state.Unlock()
+	if f.halted != nil {
+		return f.halted
+	}
+	if f.paused != nil {
+		return f.paused
+	}
+	return nil
+}
+
+// haltedOnly is the halt alone, never a pause.
+func (f *FSM) haltedOnly() error {
+	f.state.Lock()
+	defer f.state.Unlock()
 	return f.halted
+}
+
+// errFilesClosed answers a read while a paused FSM has its files closed
+// (between two attempts to reopen them).
+func (f *FSM) errFilesClosed() error {
+	if err := f.Halted(); err != nil {
+		return err
+	}
+	return errors.New("fsm files are closed")
 }
 
 // WaitApplied blocks until index is applied locally or ctx ends. An index
@@ -352,6 +386,9 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 func (f *FSM) View(fn func(tx *bolt.Tx) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.bolt == nil {
+		return f.errFilesClosed()
+	}
 	return f.bolt.View(fn)
 }
 
@@ -359,6 +396,9 @@ func (f *FSM) View(fn func(tx *bolt.Tx) error) error {
 func (f *FSM) Query(fn func(db *sql.DB) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.sqlR == nil {
+		return f.errFilesClosed()
+	}
 	return fn(f.sqlR)
 }
 
@@ -367,6 +407,9 @@ func (f *FSM) Query(fn func(db *sql.DB) error) error {
 func (f *FSM) Read(fn func(q Querier) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.stmtR == nil {
+		return f.errFilesClosed()
+	}
 	return fn(cachedDB{f.stmtR})
 }
 
@@ -396,7 +439,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 // first, then turn the new command on.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
-	if err := f.Halted(); err != nil {
+	if err := f.haltedOnly(); err != nil {
 		for i := range out {
 			out[i] = Response{Err: err}
 		}
@@ -406,19 +449,32 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	defer f.mu.RUnlock()
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
-	if err := f.applyLocked(logs, out); err != nil {
-		f.abortGroupLocked()
-		f.halt(err)
+	if p := f.Paused(); p != nil {
+		// Paused (pause.go): the resume applies these from the log.
+		f.owed = max(f.owed, logs[len(logs)-1].Index)
 		for i := range out {
-			out[i] = Response{Err: fmt.Errorf("%w: %v", ErrHalted, err)}
+			out[i] = Response{Err: p}
 		}
 		return out
 	}
+	if err := f.applyLocked(logs, out); err != nil {
+		f.abortGroupLocked()
+		f.failLocked(err, logs[len(logs)-1].Index)
+		return f.failed(out)
+	}
 	if err := f.settleGroupLocked(); err != nil {
-		// Halted (commitGroupLocked): the log keeps these entries.
-		for i := range out {
-			out[i] = Response{Err: fmt.Errorf("%w: %v", ErrHalted, err)}
-		}
+		// Paused or halted (commitGroupLocked): the log keeps these
+		// entries.
+		return f.failed(out)
+	}
+	return out
+}
+
+// failed answers every entry of a batch with the halt or pause.
+func (f *FSM) failed(out []interface{}) []interface{} {
+	err := f.Halted()
+	for i := range out {
+		out[i] = Response{Err: err}
 	}
 	return out
 }
@@ -487,6 +543,7 @@ func (f *FSM) halt(err error) {
 	if f.halted == nil {
 		f.halted = fmt.Errorf("%w: %v", ErrHalted, err)
 	}
+	f.paused = nil
 	close(f.advance)
 	f.advance = make(chan struct{})
 	f.state.Unlock()

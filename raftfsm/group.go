@@ -102,7 +102,7 @@ func (f *FSM) commitGroupLocked() error {
 	// for the first time.
 	f.stmtW.prepareWanted()
 	if err != nil {
-		f.halt(err)
+		f.failLocked(err, g.last)
 		return err
 	}
 	f.state.Lock()
@@ -146,7 +146,8 @@ func (f *FSM) commitFiles(g *group) error {
 		return fmt.Errorf("commit sqlite: %w", err)
 	}
 	if err := g.btx.Commit(); err != nil {
-		return fmt.Errorf("commit bolt: %w", err)
+		// SQLite holds the group, bbolt does not: the files disagree.
+		return &tornCommit{err}
 	}
 	return nil
 }

@@ -59,7 +59,11 @@ func (f *FSM) WriteSnapshot(w io.Writer) error {
 // Restore replaces both files with the snapshot's content. The new files
 // are built aside and renamed into place, so a crash mid-restore leaves
 // either the old state or the new one (then Consistent decides).
-func (f *FSM) Restore(rc io.ReadCloser) error {
+func (f *FSM) Restore(rc io.ReadCloser) error { return f.restore(rc) }
+
+// restore is Restore; a paused FSM resumes only if the snapshot covers
+// every entry it owes (else resumeLoop catches up the rest).
+func (f *FSM) restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 256<<10)
 	magic := make([]byte, len(snapshotMagic))
@@ -126,11 +130,28 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("restore: reopen: %w", err)
 	}
 	f.state.Lock()
-	f.halted = nil
 	applied := f.applied
+	f.state.Unlock()
+	f.applyMu.Lock()
+	f.reopen = false
+	resumed := false
+	if f.owed <= applied {
+		f.owed = 0
+		f.state.Lock()
+		resumed = f.paused != nil
+		f.paused = nil
+		f.state.Unlock()
+	}
+	f.applyMu.Unlock()
+	f.state.Lock()
+	f.halted = nil
 	close(f.advance)
 	f.advance = make(chan struct{})
 	f.state.Unlock()
+	if resumed {
+		f.log.Info("state machine resumed: a snapshot covers what it owed", "index", applied)
+		f.notifyPause(nil)
+	}
 	f.listenMu.RLock()
 	if f.onRestore != nil {
 		f.onRestore(applied)

@@ -84,6 +84,15 @@ type clusterOpts struct {
 	// powercut puts each node's data dir on its own power-cut
 	// filesystem (see powerCut).
 	powercut bool
+	// tmpfs puts each node's data dir on its own tmpfs of this size
+	// ("64m"; root only): a card that can fill up (disk_test.go).
+	tmpfs string
+	// ext4 puts each node's data dir on its own loop-mounted ext4 of this
+	// size ("96M"; root only) with errors=remount-ro: a card that can go
+	// read-only (disk_test.go).
+	ext4 string
+	// disk sets [disk] (TOML keys → values).
+	disk map[string]any
 }
 
 // proc is one node: its config and its current process.
@@ -97,6 +106,8 @@ type proc struct {
 
 	// fs is the power-cut filesystem under dataDir (nil without one).
 	fs *powercut.FS
+	// image is the ext4 image loop-mounted on dataDir ("" without one).
+	image string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -177,6 +188,18 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 			p.fs = powercut.MountDirT(t, filepath.Join(dir, "backing-"+id), p.dataDir)
 		}
 	}
+	if o.tmpfs != "" {
+		for _, id := range c.ids {
+			mountTmpfs(t, c.nodes[id].dataDir, o.tmpfs)
+		}
+	}
+	if o.ext4 != "" {
+		for _, id := range c.ids {
+			p := c.nodes[id]
+			p.image = filepath.Join(dir, "card-"+id+".img")
+			mountExt4(t, p.image, p.dataDir, o.ext4)
+		}
+	}
 	t.Cleanup(c.keepLogsOnFailure)
 	t.Cleanup(c.killAll)
 	for _, id := range c.ids {
@@ -208,6 +231,9 @@ func (c *cluster) editConfig(id string, o clusterOpts) {
 	}
 	if len(o.raft) > 0 {
 		cfg["raft"] = o.raft
+	}
+	if len(o.disk) > 0 {
+		cfg["disk"] = o.disk
 	}
 	cfg["log"] = map[string]any{"level": cmp.Or(o.logLevel, "info"), "format": "json"}
 	out, err := toml.Marshal(cfg)
@@ -399,6 +425,18 @@ type status struct {
 	Term         uint64 `json:"term"`
 	CommitIndex  uint64 `json:"commitIndex"`
 	AppliedIndex uint64 `json:"appliedIndex"`
+	// Disk is the box's card, and each member's as it last reported it.
+	Disk  *diskStatus `json:"disk"`
+	Nodes []struct {
+		ID   string      `json:"id"`
+		Disk *diskStatus `json:"disk"`
+	} `json:"nodes"`
+}
+
+type diskStatus struct {
+	State      string `json:"state"`
+	FreeBytes  uint64 `json:"freeBytes"`
+	TotalBytes uint64 `json:"totalBytes"`
 }
 
 func (c *cluster) get(id, path string, out any) error {

@@ -30,10 +30,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +58,38 @@ type FS struct {
 	trashN int
 	last   *lastWrite // the newest write since its file's last fsync
 	stats  Stats
+
+	// fsyncDelay, when set, is how long each fsync/fdatasync of a file
+	// waits before it runs (a worn SD card stalling; SetFsyncDelay).
+	fsyncDelay atomic.Pointer[DelayFunc]
+}
+
+// DelayFunc draws the delay of one fsync; it is called concurrently.
+type DelayFunc func() time.Duration
+
+// SetFsyncDelay makes every fsync and fdatasync of a file wait d() before
+// it runs (nil: no delay). Directory fsyncs are not delayed.
+func (p *FS) SetFsyncDelay(d DelayFunc) {
+	if d == nil {
+		p.fsyncDelay.Store(nil)
+		return
+	}
+	p.fsyncDelay.Store(&d)
+}
+
+// ConstantDelay delays every fsync by d.
+func ConstantDelay(d time.Duration) DelayFunc { return func() time.Duration { return d } }
+
+// SpikeDelay delays an fsync by spike with probability p, else by base:
+// a card that mostly keeps up and now and then stalls while it
+// wear-levels.
+func SpikeDelay(base, spike time.Duration, p float64) DelayFunc {
+	return func() time.Duration {
+		if rand.Float64() < p {
+			return spike
+		}
+		return base
+	}
 }
 
 // Stats count what the filesystem saw and what Crash took back.
@@ -659,6 +693,11 @@ func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sysca
 	pf, ok := f.(*file)
 	if !ok {
 		return syscall.EBADF
+	}
+	if d := n.p.fsyncDelay.Load(); d != nil {
+		if wait := (*d)(); wait > 0 {
+			time.Sleep(wait)
+		}
 	}
 	if errno := pf.LoopbackFile.Fsync(ctx, flags); errno != 0 {
 		return errno

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	_ "modernc.org/sqlite"
@@ -407,5 +409,38 @@ func TestWriteAfterUnlink(t *testing.T) {
 	crash(t, p, CrashOptions{})
 	if got, _ := read(t, path); string(got) != "durable" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// A delayed fsync waits at least its delay; fdatasync too; writes and
+// directory fsyncs do not.
+func TestFsyncDelay(t *testing.T) {
+	p := MountT(t)
+	path := filepath.Join(p.Mountpoint(), "slow")
+	p.SetFsyncDelay(ConstantDelay(150 * time.Millisecond))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, sync := range []func() error{f.Sync, func() error { return syscall.Fdatasync(int(f.Fd())) }} {
+		start := time.Now()
+		if err := sync(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took < 150*time.Millisecond {
+			t.Fatalf("a delayed fsync returned after %v", took)
+		}
+	}
+	p.SetFsyncDelay(SpikeDelay(0, time.Hour, 0))
+	start := time.Now()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("an fsync without a spike took %v", took)
 	}
 }
