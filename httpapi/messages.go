@@ -1,5 +1,7 @@
 package httpapi
 
+import "slices"
+
 // messages are the people-facing texts per reason code, for every
 // endpoint of the box and the domain: Japanese by default, English with
 // Accept-Language: en. Clients branch on the code.
@@ -22,29 +24,33 @@ var messages = map[string][2]string{
 	"OUT_OF_STOCK":              {"売り切れの商品があります。", "Some items are sold out."},
 	"NO_QUORUM":                 {"店舗サーバーが一時的に応答できません。少し待ってからもう一度お試しください。", "The store servers cannot commit right now. Please try again shortly."},
 	"UNAUTHORIZED":              {"ログインが必要です。", "Login required."},
-	"INVALID_PASSWORD":          {"パスワードが違います。", "Wrong password."},
-	"LOGIN_LOCKED":              {"ログインの失敗が続いたため、しばらくお待ちください。", "Too many failed logins. Please wait a while."},
-	"INVALID_MENU_ITEM":         {"メニュー項目の内容が正しくありません。", "The menu item is not valid."},
-	"INVALID_IMAGE":             {"写真を受け付けられません（JPEG・PNG・WebP、256 KB まで）。", "The picture cannot be used (JPEG, PNG or WebP, 256 KB at most)."},
-	"INVALID_STOCK":             {"在庫数が正しくありません。", "The stock quantity is not valid."},
-	"INVALID_TABLE":             {"テーブルIDが正しくありません。", "The table id is not valid."},
-	"INVALID_ID":                {"IDが正しくありません。", "The id is not valid."},
-	"INVALID_STATUS":            {"ステータスが正しくありません。", "The status is not valid."},
-	"INVALID_TRANSITION":        {"この注文はそのステータスに変更できません。", "The order cannot move to that status."},
-	"INVALID_LIMIT":             {"limit が正しくありません。", "The limit is not valid."},
-	"INVALID_REQUEST":           {"リクエストが正しくありません。", "The request is not valid."},
-	"INVALID_KEY":               {"キーが正しくありません。", "The key is not valid."},
-	"ORDER_NOT_FOUND":           {"注文が見つかりません。", "Order not found."},
-	"MENU_ITEM_NOT_FOUND":       {"メニュー項目が見つかりません。", "Menu item not found."},
-	"SKU_NOT_FOUND":             {"在庫の対象が見つかりません。", "No menu item or topping has this sku."},
-	"LOCK_NOT_FOUND":            {"ロックが見つかりません。", "No such live key."},
-	"PRINTER_NOT_FOUND":         {"プリンターが見つかりません。", "Printer not found."},
-	"SESSION_EXISTS":            {"セッションは既に存在します。", "The session already exists."},
-	"MALFORMED_COMMAND":         {"内部コマンドが正しくありません。", "Malformed command."},
-	"BODY_TOO_LARGE":            {"リクエストが大きすぎます。", "Request body too large."},
-	"CALL_TOO_SOON":             {"先ほどお呼び出しを承りました。少々お待ちください。", "We just received your call. Please wait a moment."},
-	"CALL_NOT_FOUND":            {"呼び出しが見つかりません。", "Call not found."},
-	"SESSIONS_OPEN":             {"お会計の済んでいないテーブルがあります。", "Some tables have not been checked out yet."},
+	"FORBIDDEN_ROLE":            {"この操作は店長ログインが必要です。", "This needs a manager login; a kitchen login cannot do it."},
+	"CSRF_TOKEN_INVALID": {"リクエストを確認できませんでした。ページを再読み込みしてからもう一度お試しください。",
+		"The request could not be verified (missing or wrong CSRF token). Reload the page and try again."},
+	"INVALID_PASSWORD":    {"パスワードが違います。", "Wrong password."},
+	"LOGIN_LOCKED":        {"ログインの失敗が続いたため、しばらくお待ちください。", "Too many failed logins. Please wait a while."},
+	"INVALID_MENU_ITEM":   {"メニュー項目の内容が正しくありません。", "The menu item is not valid."},
+	"INVALID_IMAGE":       {"写真を受け付けられません（JPEG・PNG・WebP、256 KB まで）。", "The picture cannot be used (JPEG, PNG or WebP, 256 KB at most)."},
+	"INVALID_STOCK":       {"在庫数が正しくありません。", "The stock quantity is not valid."},
+	"INVALID_TABLE":       {"テーブルIDが正しくありません。", "The table id is not valid."},
+	"INVALID_ID":          {"IDが正しくありません。", "The id is not valid."},
+	"INVALID_STATUS":      {"ステータスが正しくありません。", "The status is not valid."},
+	"INVALID_TRANSITION":  {"この注文はそのステータスに変更できません。", "The order cannot move to that status."},
+	"INVALID_LIMIT":       {"limit が正しくありません。", "The limit is not valid."},
+	"INVALID_REQUEST":     {"リクエストが正しくありません。", "The request is not valid."},
+	"INVALID_KEY":         {"キーが正しくありません。", "The key is not valid."},
+	"INVALID_QR_TEXT":     {"QRコードにする文字列は1〜512文字で指定してください。", "The QR text must be 1 to 512 characters."},
+	"ORDER_NOT_FOUND":     {"注文が見つかりません。", "Order not found."},
+	"MENU_ITEM_NOT_FOUND": {"メニュー項目が見つかりません。", "Menu item not found."},
+	"SKU_NOT_FOUND":       {"在庫の対象が見つかりません。", "No menu item or topping has this sku."},
+	"LOCK_NOT_FOUND":      {"ロックが見つかりません。", "No such live key."},
+	"PRINTER_NOT_FOUND":   {"プリンターが見つかりません。", "Printer not found."},
+	"SESSION_EXISTS":      {"セッションは既に存在します。", "The session already exists."},
+	"MALFORMED_COMMAND":   {"内部コマンドが正しくありません。", "Malformed command."},
+	"BODY_TOO_LARGE":      {"リクエストが大きすぎます。", "Request body too large."},
+	"CALL_TOO_SOON":       {"先ほどお呼び出しを承りました。少々お待ちください。", "We just received your call. Please wait a moment."},
+	"CALL_NOT_FOUND":      {"呼び出しが見つかりません。", "Call not found."},
+	"SESSIONS_OPEN":       {"お会計の済んでいないテーブルがあります。", "Some tables have not been checked out yet."},
 	// The box's own answers (node).
 	"NODE_HALTED": {"この端末は停止しています。別の端末をお使いください。", "This box has stopped serving writes. Please use another one."},
 	"DISK_FULL": {"この端末の記憶領域（メモリーカード）がいっぱいのため、注文を受け付けられません。少し待ってからもう一度お試しください。",
@@ -82,6 +88,17 @@ var messages = map[string][2]string{
 	"BAD_PASSWORD_HASH":   {"パスワードを処理できませんでした。このページを読み込み直して、もう一度お試しください。", "The password hash is not a bcrypt hash of cost 10 to 12: reload this page and try again."},
 	"BOX_NOT_FOUND":       {"その端末が見つかりません。電源とネットワークを確かめてください。", "That box was not found. Check its power and network."},
 	"SETUP_BUSY":          {"セットアップはすでに進行中です。", "A setup is already in progress."},
+}
+
+// Codes are every reason code of the table, sorted: the enum ReasonCode
+// of api/openapi.yaml is the same set (a test in api keeps them equal).
+func Codes() []string {
+	out := make([]string, 0, len(messages))
+	for code := range messages {
+		out = append(out, code)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Message returns the text for a reason code.

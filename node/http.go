@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"masterorder/api"
 	"masterorder/httpapi"
 	"masterorder/raftfsm"
 )
@@ -106,6 +107,12 @@ func newEcho(n *Node) *echo.Echo {
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", n.handleReady)
 	e.GET("/api/cluster/status", n.handleStatus)
+	// The contract itself, public like the guest app it describes: an
+	// integrator reads it from any box, and it holds no secret.
+	e.GET(api.Path, func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-cache")
+		return c.Blob(http.StatusOK, api.ContentType, api.Document)
+	})
 	return e
 }
 

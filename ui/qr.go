@@ -9,6 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	qrcode "github.com/skip2/go-qrcode"
+
+	"masterorder/httpapi"
 )
 
 // MaxQRText is the longest text QRHandler encodes, in characters.
@@ -27,10 +29,7 @@ func QRHandler(c echo.Context) error {
 	text := c.QueryParam("text")
 	n := utf8.RuneCountInString(text)
 	if n == 0 || n > MaxQRText || !utf8.ValidString(text) {
-		msg := "QRコードにする文字列は1〜512文字で指定してください。"
-		if prefersEnglish(c.Request().Header.Get("Accept-Language")) {
-			msg = "The QR text must be 1 to 512 characters."
-		}
+		msg := httpapi.Message("INVALID_QR_TEXT", prefersEnglish(c.Request().Header.Get("Accept-Language")))
 		return c.JSON(http.StatusBadRequest, map[string]any{
 			"allowed":    false,
 			"reasonCode": "INVALID_QR_TEXT",

@@ -118,12 +118,7 @@ func (a *Auth) StreamMiddleware() echo.MiddlewareFunc { return a.middleware(true
 // Forbid answers 403 FORBIDDEN_ROLE: the token is good, its role may not
 // make this call.
 func Forbid(c echo.Context) error {
-	en := english(c.Request())
-	msg := "この操作は店長ログインが必要です。"
-	if en {
-		msg = "This needs a manager login; a kitchen login cannot do it."
-	}
-	return deny(c, http.StatusForbidden, ReasonForbiddenRole, msg)
+	return deny(c, http.StatusForbidden, ReasonForbiddenRole, httpapi.Message(ReasonForbiddenRole, english(c.Request())))
 }
 
 // RoleFrom returns the role of the request's verified token (0 if none).
@@ -145,7 +140,7 @@ func (a *Auth) middleware(query bool) echo.MiddlewareFunc {
 				got := r.Header.Get(HeaderCSRF)
 				want := a.issuer.CSRFToken(claims.ID)
 				if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-					return deny(c, http.StatusForbidden, ReasonCSRF, csrfMessage(english(r)))
+					return deny(c, http.StatusForbidden, ReasonCSRF, httpapi.Message(ReasonCSRF, english(r)))
 				}
 			}
 			c.Set(ctxClaims, claims)
@@ -276,11 +271,4 @@ func unauthorizedMessage(err error, en bool) string {
 		}
 		return "ログイン情報が無効です。もう一度ログインしてください。"
 	}
-}
-
-func csrfMessage(en bool) string {
-	if en {
-		return "The request could not be verified (missing or wrong CSRF token). Reload the page and try again."
-	}
-	return "リクエストを確認できませんでした。ページを再読み込みしてからもう一度お試しください。"
 }

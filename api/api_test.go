@@ -1,0 +1,129 @@
+package api_test
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"masterorder/api"
+	"masterorder/api/apitest"
+	"masterorder/httpapi"
+	"masterorder/orders"
+	"masterorder/orders/orderstest"
+)
+
+// The document loads and is a valid OpenAPI 3.1 document.
+func TestDocumentIsValid(t *testing.T) {
+	c := apitest.MustLoad(t)
+	if c.Doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q, want 3.1.0", c.Doc.OpenAPI)
+	}
+}
+
+// The reason codes the document names are exactly httpapi's message
+// table: neither may gain a code the other lacks.
+func TestReasonCodesEqualMessageTable(t *testing.T) {
+	c := apitest.MustLoad(t)
+	ref := c.Doc.Components.Schemas["ReasonCode"]
+	if ref == nil || ref.Value == nil {
+		t.Fatal("components.schemas.ReasonCode is missing")
+	}
+	var doc []string
+	for _, v := range ref.Value.Enum {
+		s, ok := v.(string)
+		if !ok {
+			t.Fatalf("ReasonCode enum holds %v (%T)", v, v)
+		}
+		doc = append(doc, s)
+	}
+	if d := diff(doc, httpapi.Codes()); d != "" {
+		t.Fatalf("ReasonCode enum and httpapi's message table differ:\n%s", d)
+	}
+}
+
+// diff lists what each side has that the other lacks, and duplicates.
+func diff(doc, table []string) string {
+	var b strings.Builder
+	seen := map[string]int{}
+	for _, c := range doc {
+		seen[c]++
+		if seen[c] == 2 {
+			b.WriteString("  named twice in the document: " + c + "\n")
+		}
+		if !slices.Contains(table, c) {
+			b.WriteString("  in api/openapi.yaml, not in httpapi/messages.go: " + c + "\n")
+		}
+	}
+	for _, c := range table {
+		if seen[c] == 0 {
+			b.WriteString("  in httpapi/messages.go, not in api/openapi.yaml: " + c + "\n")
+		}
+	}
+	return b.String()
+}
+
+var echoParam = regexp.MustCompile(`:[A-Za-z0-9_]+|\*`)
+var docParam = regexp.MustCompile(`\{[^}]+\}`)
+
+// Every route a box registers (the box's own, the domain's, the web apps)
+// is in the document with its method, and every operation of the document
+// is a route a box registers. Path parameters are compared by position;
+// an echo wildcard is one parameter.
+func TestEveryRouteDocumented(t *testing.T) {
+	c := apitest.MustLoad(t)
+	st := orderstest.Start(t, 1, nil, nil, orders.Options{StaffPasswordHash: orderstest.PasswordHash(t, "pw-for-tests")})
+	served := map[string]bool{}
+	for _, r := range st.Nodes[0].Echo().Routes() {
+		if strings.HasPrefix(r.Method, "echo_route_") || r.Method == "echo_any" { // echo's internal not-found/any entries
+			continue
+		}
+		served[r.Method+" "+echoParam.ReplaceAllString(r.Path, "{}")] = true
+	}
+	documented := map[string]bool{}
+	for path, item := range c.Doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+docParam.ReplaceAllString(path, "{}")] = true
+		}
+	}
+	var missing, extra []string
+	for r := range served {
+		if !documented[r] {
+			missing = append(missing, r)
+		}
+	}
+	for r := range documented {
+		if !served[r] {
+			extra = append(extra, r)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	for _, r := range missing {
+		t.Errorf("served, not in api/openapi.yaml: %s", r)
+	}
+	for _, r := range extra {
+		t.Errorf("in api/openapi.yaml, not served: %s", r)
+	}
+	if len(served) < 50 {
+		t.Fatalf("only %d routes found: %v", len(served), served)
+	}
+}
+
+// Every box serves the document, to anyone, as it is built in; the
+// exchange itself is checked against the document.
+func TestServed(t *testing.T) {
+	st := orderstest.Start(t, 1, nil, nil, orders.Options{StaffPasswordHash: orderstest.PasswordHash(t, "pw-for-tests")})
+	hc := apitest.Client(t, nil)
+	res, err := hc.Get(st.URL(0) + api.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != api.ContentType || string(b) != string(api.Document) {
+		t.Fatalf("GET %s: %d %q, %d bytes (want %d)", api.Path, res.StatusCode, res.Header.Get("Content-Type"), len(b), len(api.Document))
+	}
+}

@@ -1,0 +1,331 @@
+// Package apitest checks HTTP traffic against the project's contract,
+// api/openapi.yaml: a RoundTripper that validates every request a test
+// sends and every response it gets (kin-openapi's openapi3filter), so a
+// handler that answers a field, a status or a reason code the document
+// lacks fails the test that made the call.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"masterorder/api"
+)
+
+// Contract is the loaded document and its router.
+type Contract struct {
+	Doc    *openapi3.T
+	router routers.Router
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *Contract
+	loadErr  error
+)
+
+// Load parses and validates api/openapi.yaml once per test binary.
+func Load() (*Contract, error) {
+	loadOnce.Do(func() {
+		loaded, loadErr = load(api.Document)
+	})
+	return loaded, loadErr
+}
+
+func load(doc []byte) (*Contract, error) {
+	t, err := openapi3.NewLoader().LoadFromData(doc)
+	if err != nil {
+		return nil, fmt.Errorf("load api/openapi.yaml: %w", err)
+	}
+	if err := t.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("api/openapi.yaml is not a valid OpenAPI document: %w", err)
+	}
+	// Match paths on any host and port: the test servers listen on
+	// loopback ports picked at run time.
+	t.Servers = nil
+	r, err := gorillamux.NewRouter(t)
+	if err != nil {
+		return nil, fmt.Errorf("route api/openapi.yaml: %w", err)
+	}
+	return &Contract{Doc: t, router: r}, nil
+}
+
+// The media types the document names besides those openapi3filter knows:
+// their bodies are opaque to the schema (a picture, a page, a stream).
+func init() {
+	for _, ct := range []string{"image/jpeg", "image/png", "image/webp", "image/svg+xml", "text/html", "text/javascript",
+		"text/css", "text/event-stream", "application/manifest+json"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+	}
+}
+
+// MustLoad is Load for a test: a document that does not load fails it.
+func MustLoad(t testing.TB) *Contract {
+	t.Helper()
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Transport validates each exchange against the contract and reports
+// every mismatch to Report; the answer itself reaches the caller unchanged.
+type Transport struct {
+	Base     http.RoundTripper
+	Contract *Contract
+	// Report gets one line per mismatch.
+	Report func(msg string)
+}
+
+// Wrap returns base (http.DefaultTransport when nil) validating every
+// exchange; a mismatch fails t. Reports after t has ended are dropped
+// (a request still in flight from a goroutine the test left behind).
+func Wrap(t testing.TB, base http.RoundTripper) http.RoundTripper {
+	t.Helper()
+	if _, already := base.(*Transport); already {
+		return base
+	}
+	c := MustLoad(t)
+	var done atomic.Bool
+	var mu sync.Mutex
+	t.Cleanup(func() { mu.Lock(); done.Store(true); mu.Unlock() })
+	return &Transport{Base: base, Contract: c, Report: func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done.Load() {
+			t.Errorf("api/openapi.yaml mismatch: %s", msg)
+		}
+	}}
+}
+
+// Client returns a copy of hc (a new client when nil) whose transport
+// validates every exchange against the contract for t.
+func Client(t testing.TB, hc *http.Client) *http.Client {
+	t.Helper()
+	out := &http.Client{}
+	if hc != nil {
+		*out = *hc
+	}
+	out.Transport = Wrap(t, out.Transport)
+	return out
+}
+
+func (tr *Transport) base() http.RoundTripper {
+	if tr.Base != nil {
+		return tr.Base
+	}
+	return http.DefaultTransport
+}
+
+// RoundTrip sends req and validates it and its answer.
+func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// CORS preflights are answered by the middleware on every path: they
+	// are no operation of the contract.
+	if req.Method == http.MethodOptions {
+		return tr.base().RoundTrip(req)
+	}
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	what := req.Method + " " + req.URL.Path
+	check := req.Clone(context.Background())
+	check.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, routeErr := tr.Contract.router.FindRoute(check)
+
+	var reqErr error
+	var in *openapi3filter.RequestValidationInput
+	if routeErr == nil {
+		in = &openapi3filter.RequestValidationInput{Request: check, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, RejectWhenRequestBodyNotSpecified: true}}
+		reqErr = openapi3filter.ValidateRequest(context.Background(), in)
+	}
+
+	res, err := tr.base().RoundTrip(req)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case routeErr != nil:
+		// Probing a path or method the contract does not have is fine as
+		// long as the box refuses it as such.
+		if res.StatusCode != http.StatusNotFound && res.StatusCode != http.StatusMethodNotAllowed {
+			tr.Report(fmt.Sprintf("%s is not in the document (%v) but was answered %d", what, routeErr, res.StatusCode))
+		}
+		return res, nil
+	case reqErr != nil && res.StatusCode < 300:
+		tr.Report(fmt.Sprintf("%s: the document refuses this request but the box answered %d: %s", what, res.StatusCode, short(reqErr)))
+	}
+	return tr.checkResponse(what, in, res)
+}
+
+// checkResponse validates status, headers and body. A stream's body is
+// checked event by event as the caller reads it; a download's is not read.
+func (tr *Transport) checkResponse(what string, in *openapi3filter.RequestValidationInput, res *http.Response) (*http.Response, error) {
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode, Header: res.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	streamed := mt == "text/event-stream" || mt == "application/octet-stream"
+	if streamed || in.Request.Method == http.MethodHead {
+		out.Options.ExcludeResponseBody = true
+		out.SetBodyBytes(nil)
+		if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+			tr.Report(fmt.Sprintf("%s answered %d: %s", what, res.StatusCode, short(err)))
+		}
+		if mt == "text/event-stream" && res.StatusCode == http.StatusOK {
+			res.Body = &eventChecker{ReadCloser: res.Body, tr: tr, what: what}
+		}
+		return res, nil
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil {
+		// Cut off mid-answer (a test that times out or drops it on purpose):
+		// the caller sees the same error reading what was read.
+		res.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
+		return res, nil
+	}
+	out.SetBodyBytes(b)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		tr.Report(fmt.Sprintf("%s answered %d %s: %s", what, res.StatusCode, clip(b), short(err)))
+	}
+	return res, nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// short is an error without the schema and value dumps openapi3filter
+// appends (they run to thousands of lines for a menu).
+func short(err error) string {
+	msg := err.Error()
+	for _, cut := range []string{"\nSchema:", "\nValue:"} {
+		if i := strings.Index(msg, cut); i >= 0 {
+			msg = msg[:i]
+		}
+	}
+	if len(msg) > 1500 {
+		msg = msg[:1500] + "…"
+	}
+	return msg
+}
+
+func clip(b []byte) string {
+	const n = 300
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+// eventChecker validates the kitchen stream's events (KitchenEvent) as
+// the caller reads them.
+type eventChecker struct {
+	io.ReadCloser
+	tr      *Transport
+	what    string
+	pending []byte
+	event   string
+	data    []string
+}
+
+func (e *eventChecker) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	e.pending = append(e.pending, p[:n]...)
+	for {
+		i := bytes.IndexByte(e.pending, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimSuffix(string(e.pending[:i]), "\r")
+		e.pending = e.pending[i+1:]
+		e.line(line)
+	}
+	return n, err
+}
+
+var eventTypes = map[string]bool{"snapshot": true, "order.created": true, "order.updated": true, "session.closed": true,
+	"call.created": true, "call.done": true, "ping": true}
+
+func (e *eventChecker) line(line string) {
+	if line == "" { // end of an event
+		if e.event != "" || len(e.data) > 0 {
+			e.dispatch()
+		}
+		e.event, e.data = "", nil
+		return
+	}
+	field, value, _ := strings.Cut(line, ":")
+	value = strings.TrimPrefix(value, " ")
+	switch field {
+	case "event":
+		e.event = value
+	case "data":
+		e.data = append(e.data, value)
+	case "id", "retry", "":
+	default:
+		e.tr.Report(fmt.Sprintf("%s: unknown stream field %q", e.what, field))
+	}
+}
+
+func (e *eventChecker) dispatch() {
+	if !eventTypes[e.event] {
+		e.tr.Report(fmt.Sprintf("%s: event type %q is not in the document", e.what, e.event))
+		return
+	}
+	data := strings.Join(e.data, "\n")
+	if e.event == "ping" {
+		if data != "" {
+			e.tr.Report(fmt.Sprintf("%s: a ping carries data %q", e.what, data))
+		}
+		return
+	}
+	if err := e.tr.Contract.ValidateEvent(e.event, []byte(data)); err != nil {
+		e.tr.Report(fmt.Sprintf("%s: event %s %s: %s", e.what, e.event, clip([]byte(data)), short(err)))
+	}
+}
+
+// ValidateEvent checks one kitchen stream event's data against
+// KitchenEvent, and that its type field names the event.
+func (c *Contract) ValidateEvent(event string, data []byte) error {
+	ref := c.Doc.Components.Schemas["KitchenEvent"]
+	if ref == nil {
+		return errors.New("the document has no KitchenEvent schema")
+	}
+	var v any
+	if err := jsonUnmarshal(data, &v); err != nil {
+		return fmt.Errorf("data is not JSON: %w", err)
+	}
+	if err := ref.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+		return err
+	}
+	if m, ok := v.(map[string]any); !ok || m["type"] != event {
+		return fmt.Errorf("data type %v under event %s", m["type"], event)
+	}
+	return nil
+}
