@@ -69,6 +69,9 @@ func newRunner(cfg Config) *runner {
 		rejections:     map[string]int{},
 		failReasons:    map[string]int{},
 	}
+	if cfg.Transport != nil {
+		r.client.Transport = cfg.Transport(r.client.Transport)
+	}
 	r.items = benchMenu(r.prefix)
 	r.verifySettle = cmp.Or(cfg.verifySettle, defaultVerifySettle)
 	r.replicationWait = cmp.Or(cfg.replicationWait, defaultReplicationWait)

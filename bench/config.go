@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -74,6 +75,11 @@ type Config struct {
 	CPUProfileDir string
 	DataDir       string
 	Binary        string
+
+	// Transport, when set, wraps the transport of the client every request
+	// of the run goes through: tests check each exchange against the
+	// contract with it (api/apitest).
+	Transport func(http.RoundTripper) http.RoundTripper
 
 	// Tests shorten these (0 = the defaults below).
 	verifySettle    time.Duration

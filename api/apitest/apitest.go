@@ -113,6 +113,19 @@ func Wrap(t testing.TB, base http.RoundTripper) http.RoundTripper {
 	}}
 }
 
+// Checked is Wrap for calls that t makes itself while it runs (a helper
+// called with t): it reports straight to t, with no cleanup to register.
+func Checked(t testing.TB, base http.RoundTripper) http.RoundTripper {
+	if _, already := base.(*Transport); already {
+		return base
+	}
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Transport{Base: base, Contract: c, Report: func(msg string) { t.Errorf("api/openapi.yaml mismatch: %s", msg) }}
+}
+
 // Client returns a copy of hc (a new client when nil) whose transport
 // validates every exchange against the contract for t.
 func Client(t testing.TB, hc *http.Client) *http.Client {

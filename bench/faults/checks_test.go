@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/bench"
 )
 
@@ -226,7 +227,7 @@ func (c *cluster) watchStreams(ctx context.Context) map[string]*streamWatcher {
 }
 
 func (w *streamWatcher) run(ctx context.Context) {
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	client := apitest.Client(w.c.t, &http.Client{Transport: &http.Transport{Proxy: nil}})
 	for ctx.Err() == nil {
 		w.connect(ctx, client)
 		select {

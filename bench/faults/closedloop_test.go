@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"syscall"
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/bench"
 )
 
@@ -31,6 +33,7 @@ func TestClosedLoopOnLocalNodes(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	cfg.Transport = func(rt http.RoundTripper) http.RoundTripper { return apitest.Wrap(t, rt) }
 	rep, err := bench.RunClosedLoop(ctx, cfg)
 	if err != nil {
 		t.Fatalf("RunClosedLoop: %v", err)

@@ -30,6 +30,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
 
+	"masterorder/api/apitest"
 	"masterorder/bench/powercut"
 	"masterorder/node/nodetest"
 	"masterorder/raftfsm"
@@ -140,7 +141,7 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{t: t, dir: dir, ids: []string{"a", "b", "c"}, nodes: map[string]*proc{}, links: map[[2]string]*link{},
-		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}}
+		client: apitest.Client(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}})}
 	ports := freePorts(t, 6)
 	var spec []string
 	for i, id := range c.ids {

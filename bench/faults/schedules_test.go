@@ -4,10 +4,12 @@ package faults
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/bench"
 )
 
@@ -44,6 +46,7 @@ func storm(t *testing.T, c *cluster, cfg bench.Config, fault func()) *bench.Repo
 	t.Helper()
 	sig := &startSignal{ch: make(chan struct{})}
 	cfg.Progress = sig
+	cfg.Transport = func(rt http.RoundTripper) http.RoundTripper { return apitest.Wrap(t, rt) }
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+3*time.Minute)
 	defer cancel()
 	var rep *bench.Report

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"masterorder/api/apitest"
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
@@ -138,7 +139,8 @@ func (r Resp) Reason() string {
 	return e.ReasonCode
 }
 
-// Do sends one JSON request: body nil (none), a string or []byte (as is),
+// Do sends one JSON request, checked against api/openapi.yaml (a
+// mismatch fails t): body nil (none), a string or []byte (as is),
 // or any other value (marshalled).
 func Do(t testing.TB, hc *http.Client, method, url string, hdr map[string]string, body any) Resp {
 	t.Helper()
@@ -164,7 +166,10 @@ func Do(t testing.TB, hc *http.Client, method, url string, hdr map[string]string
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	res, err := hc.Do(req)
+	// Every exchange is checked against the contract (api/openapi.yaml).
+	checked := *hc
+	checked.Transport = apitest.Checked(t, hc.Transport)
+	res, err := checked.Do(req)
 	if err != nil {
 		return Resp{Status: -1, Body: []byte(err.Error())}
 	}

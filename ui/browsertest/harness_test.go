@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"masterorder/api/apitest"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
@@ -45,7 +46,7 @@ type store struct {
 func startStore(t *testing.T) *store {
 	t.Helper()
 	st := orderstest.Start(t, 3, func(_ int, c *orders.FileConfig) { c.Staff.KitchenPasswordHash = kitchenHash(t) }, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
-	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, hc: &http.Client{Timeout: 10 * time.Second}}
+	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, hc: apitest.Client(t, &http.Client{Timeout: 10 * time.Second})}
 	li, _ := s.c.WaitLeader(10 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/node/nodetest"
 	"masterorder/orders/orderstest"
 )
@@ -65,7 +66,7 @@ func startProcStore(t *testing.T, publicURL func(port int) string) *procStore {
 	t.Helper()
 	ps := &procStore{t: t, dir: t.TempDir(), bin: masterorderBinary(t), ids: []string{"a", "b", "c"},
 		ips: []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"}, procs: map[string]*exec.Cmd{},
-		hc: &http.Client{Timeout: 10 * time.Second}}
+		hc: apitest.Client(t, &http.Client{Timeout: 10 * time.Second})}
 	ps.port = nodetest.FreePort(t)
 	raft := nodetest.FreePort(t)
 	var spec []string
