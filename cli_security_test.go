@@ -17,6 +17,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"masterorder/api/apitest"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/staffauth"
@@ -255,7 +256,7 @@ func TestInitStoreServesStaffOverHTTPS(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
-	tablet := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	tablet := apitest.Client(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}})
 	httpsBase := fmt.Sprintf("https://127.0.0.1:%d", sp)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -280,7 +281,7 @@ func TestInitStoreServesStaffOverHTTPS(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(string(body), `"role":"kitchen"`) {
 		t.Errorf("kitchen login over HTTPS: %d %s", res.StatusCode, body)
 	}
-	plain := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	plain := apitest.Client(t, &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }})
 	httpBase := fmt.Sprintf("http://127.0.0.1:%d", hp)
 	if res, err := plain.Get(httpBase + "/staff/"); err != nil || res.StatusCode != http.StatusFound || res.Header.Get("Location") != httpsBase+"/staff/" {
 		t.Errorf("plain /staff/: %v %v", err, res)

@@ -84,8 +84,14 @@ func TestEveryRouteDocumented(t *testing.T) {
 	}
 	documented := map[string]bool{}
 	for path, item := range c.Doc.Paths.Map() {
+		// A path an echo wildcard serves besides {file} (an app's own
+		// folder) names that route.
+		route := docParam.ReplaceAllString(path, "{}")
+		if r, ok := item.Extensions["x-echo-route"].(string); ok {
+			route = echoParam.ReplaceAllString(r, "{}")
+		}
 		for method := range item.Operations() {
-			documented[method+" "+docParam.ReplaceAllString(path, "{}")] = true
+			documented[method+" "+route] = true
 		}
 	}
 	var missing, extra []string

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/node/nodetest"
 )
 
@@ -91,7 +92,7 @@ func startProcCluster(t *testing.T) *procCluster {
 func initProcCluster(t *testing.T) *procCluster {
 	t.Helper()
 	pc := &procCluster{t: t, bin: masterorderBinary(t), dir: t.TempDir(), ids: []string{"a", "b", "c"},
-		http: map[string]string{}, procs: map[string]*exec.Cmd{}, cli: &http.Client{Timeout: 3 * time.Second}}
+		http: map[string]string{}, procs: map[string]*exec.Cmd{}, cli: apitest.Client(t, &http.Client{Timeout: 3 * time.Second})}
 	var spec []string
 	for _, id := range pc.ids {
 		h, r := nodetest.FreePort(t), nodetest.FreePort(t)
@@ -433,7 +434,7 @@ func TestProcessMemoryUnderLoad(t *testing.T) {
 			}
 		}
 	}()
-	cli := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: callers}}
+	cli := apitest.Client(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: callers}})
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c := 0; c < callers; c++ {

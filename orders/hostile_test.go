@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/node/pki"
@@ -289,8 +290,8 @@ func TestHostileRequestsGetOnly4xx(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, TLSClientConfig: &tls.Config{RootCAs: roots}},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := apitest.Client(t, &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, TLSClientConfig: &tls.Config{RootCAs: roots}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }})
 	base := func(k int) string {
 		if k%2 == 1 {
 			return "https://" + s.c.Configs[k%3].HTTPSAddr

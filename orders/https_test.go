@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
@@ -50,7 +51,7 @@ func TestPlainHTTPServesGuestsOnly(t *testing.T) {
 	}
 	s.c.WaitLeader(20 * time.Second)
 
-	plain := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	plain := apitest.Client(t, &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }})
 	get := func(c *http.Client, url string, hdr map[string]string, method string, body string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))
@@ -113,8 +114,8 @@ func TestPlainHTTPServesGuestsOnly(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	secure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	secure := apitest.Client(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }})
 	for i, c := range s.c.Configs {
 		base := "https://" + c.HTTPSAddr
 		res := get(secure, base+"/api/staff/login", nil, "POST", `{"password":"`+staffPassword+`"}`)

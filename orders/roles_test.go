@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
 )
@@ -130,7 +131,7 @@ func TestKitchenTokenOnManagerEndpoints(t *testing.T) {
 
 	// ?token= opens the kitchen stream, and nothing else.
 	req, _ := http.NewRequest("GET", s.url(0)+"/api/kitchen/stream?token="+kt, nil)
-	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	res, err := apitest.Client(t, &http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"masterorder/api/apitest"
 )
 
 // The kitchen screen opens its EventSource with a stream ticket instead of
@@ -40,7 +42,7 @@ func TestKitchenStreamTicket(t *testing.T) {
 	}
 	open := func(i int, query string) (int, string) {
 		t.Helper()
-		res, err := (&http.Client{Timeout: 20 * time.Second}).Get(s.url(i) + "/api/kitchen/stream?" + query)
+		res, err := apitest.Client(t, &http.Client{Timeout: 20 * time.Second}).Get(s.url(i) + "/api/kitchen/stream?" + query)
 		if err != nil {
 			t.Fatal(err)
 		}
