@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"masterorder/api/apitest"
 )
 
 func testConfig(urls []string) Config {
@@ -31,6 +34,7 @@ func testConfig(urls []string) Config {
 
 func runBench(t *testing.T, cfg Config) *Report {
 	t.Helper()
+	cfg.Transport = func(rt http.RoundTripper) http.RoundTripper { return apitest.Wrap(t, rt) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -411,6 +415,7 @@ func TestInterruptedRunStillVerifies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
+	cfg.Transport = func(rt http.RoundTripper) http.RoundTripper { return apitest.Wrap(t, rt) }
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,10 @@
 package bench
 
 import (
+	"net/http"
+
+	"masterorder/api/apitest"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -31,6 +35,7 @@ func TestClosedLoopCountsTheWindowOnly(t *testing.T) {
 	cfg.Duration = 1500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	cfg.Transport = func(rt http.RoundTripper) http.RoundTripper { return apitest.Wrap(t, rt) }
 	rep, err := RunClosedLoop(ctx, cfg)
 	if err != nil {
 		t.Fatalf("RunClosedLoop: %v", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -94,6 +95,7 @@ type fakeOrderLine struct {
 	Toppings  []fakeTopping   `json:"toppings"`
 	UnitPrice int             `json:"unitPrice"`
 	LineTotal int             `json:"lineTotal"`
+	Station   string          `json:"station"`
 	Options   []fakeOptionRef `json:"options"`
 	Note      *string         `json:"note"`
 }
@@ -109,6 +111,31 @@ type fakeOrder struct {
 	UpdatedAt  string          `json:"updatedAt"`
 	RequestID  *string         `json:"requestId"`
 	Source     string          `json:"source"`
+	TicketNo   int64           `json:"ticketNo"`
+	Bumped     []string        `json:"bumped"`
+}
+
+// view is the item as the server answers it (api/openapi.yaml MenuItem):
+// the fake keeps only what the bench sends.
+func (it fakeItem) view() map[string]any {
+	toppings := make([]map[string]any, 0, len(it.Toppings))
+	for _, t := range it.Toppings {
+		toppings = append(toppings, map[string]any{"toppingId": t.ToppingID, "name": t.Name, "price": t.Price, "soldOut": false})
+	}
+	groups := it.Groups
+	if groups == nil {
+		groups = []fakeGroup{}
+	}
+	return map[string]any{"menuId": it.MenuID, "name": it.Name, "nameEn": it.NameEn, "category": it.Category, "price": it.Price,
+		"available": it.Available, "sortOrder": 0, "soldOut": !it.Available, "toppings": toppings, "names": map[string]string{},
+		"description": "", "descriptionEn": "", "allergens": []string{}, "imageUrl": nil, "station": it.station(), "optionGroups": groups}
+}
+
+func (it fakeItem) station() string {
+	if it.Station == "" {
+		return "kitchen"
+	}
+	return it.Station
 }
 
 type fakeResult struct {
@@ -233,21 +260,26 @@ func (s *fakeStore) handler(node int) http.Handler {
 			writeErr(w, 401, "UNAUTHORIZED", 0)
 			return
 		}
-		writeJSON(w, 200, map[string]string{"token": s.token})
+		writeJSON(w, 200, map[string]string{"token": s.token, "role": "manager", "expiresAt": time.Now().Add(12 * time.Hour).UTC().Format(time.RFC3339)})
 	})
 	mux.HandleFunc("PUT /api/staff/menu/{menuId}", staff(func(w http.ResponseWriter, r *http.Request) {
 		var it fakeItem
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&it); err != nil || it.Name == "" || it.Price < 0 {
-			writeErr(w, 400, "INVALID_MENU", 0)
+			writeErr(w, 400, "INVALID_MENU_ITEM", 0)
 			return
 		}
 		it.MenuID = r.PathValue("menuId")
 		s.mu.Lock()
 		s.menu[it.MenuID] = &it
 		s.mu.Unlock()
-		writeJSON(w, 200, it)
+		writeJSON(w, 200, it.view())
+	}))
+	// No process figures: the bench notes that the fake has none.
+	mux.HandleFunc("GET /metrics", staff(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		io.WriteString(w, "# a fake node has no process metrics\n")
 	}))
 	mux.HandleFunc("PUT /api/staff/stock/{sku}", staff(func(w http.ResponseWriter, r *http.Request) {
 		var b struct {
@@ -297,12 +329,12 @@ func (s *fakeStore) handler(node int) http.Handler {
 			return
 		}
 		s.mu.Lock()
-		items := make([]fakeItem, 0, len(s.menu))
+		items := make([]map[string]any, 0, len(s.menu))
 		for _, it := range s.menu {
-			items = append(items, *it)
+			items = append(items, it.view())
 		}
 		s.mu.Unlock()
-		writeJSON(w, 200, map[string]any{"items": items})
+		writeJSON(w, 200, map[string]any{"items": items, "categories": map[string]any{}})
 	})
 	mux.HandleFunc("GET /api/guest/sessions/{id}/orders", func(w http.ResponseWriter, r *http.Request) {
 		sess := guestSession(w, r)
@@ -384,7 +416,7 @@ func (s *fakeStore) placeOrder(node int, w http.ResponseWriter, r *http.Request)
 			writeErr(w, 400, "INVALID_ORDER", 0)
 			return
 		}
-		ol := fakeOrderLine{MenuID: it.MenuID, Name: it.Name, Quantity: l.Quantity, Toppings: []fakeTopping{}, UnitPrice: it.Price}
+		ol := fakeOrderLine{MenuID: it.MenuID, Name: it.Name, Quantity: l.Quantity, Toppings: []fakeTopping{}, UnitPrice: it.Price, Station: it.station()}
 		for _, id := range l.Toppings {
 			i := slices.IndexFunc(it.Toppings, func(t fakeTopping) bool { return t.ToppingID == id })
 			if i < 0 {
@@ -509,7 +541,7 @@ func (s *fakeStore) placeOrder(node int, w http.ResponseWriter, r *http.Request)
 	rid := key
 	stamp := time.Now().UTC().Format(time.RFC3339)
 	o := &fakeOrder{OrderID: s.nextID, SessionID: sess.id, TableID: sess.tableID, Status: "ACCEPTED", Items: lines,
-		TotalPrice: total, CreatedAt: stamp, UpdatedAt: stamp, RequestID: &rid, Source: "guest"}
+		TotalPrice: total, CreatedAt: stamp, UpdatedAt: stamp, RequestID: &rid, Source: "guest", TicketNo: int64(len(s.orders) + 1), Bumped: []string{}}
 	s.orders = append(s.orders, o)
 	res := fakeResult{RequestID: key, Allowed: true, OrderID: o.OrderID, Status: o.Status, TotalPrice: total}
 	s.keys[key] = &fakeCached{fp: fp, result: res}
