@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"masterorder/api/apitest"
 )
 
 type callView struct {
@@ -169,7 +171,7 @@ func readEvents(t *testing.T, url string, want ...string) map[string]sseEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	res, err := http.DefaultClient.Do(req)
+	res, err := apitest.Client(t, nil).Do(req)
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("stream: %v %v", err, res)
 	}

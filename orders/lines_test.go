@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"masterorder/api/apitest"
 )
 
 // seedLinesMenu (after seedMenu): ramen at the noodle station with a
@@ -386,7 +388,7 @@ func TestStationStream(t *testing.T) {
 	}
 	req, _ := http.NewRequest("GET", s.url(0)+"/api/kitchen/stream?station=noodles", nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	res, err := http.DefaultClient.Do(req)
+	res, err := apitest.Client(t, nil).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

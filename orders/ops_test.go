@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"masterorder/api/apitest"
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
@@ -260,7 +261,7 @@ func TestMetrics(t *testing.T) {
 	req, _ := http.NewRequest("GET", s.url(fi)+"/api/kitchen/stream?token="+s.token, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res, err := http.DefaultClient.Do(req.WithContext(ctx))
+	res, err := apitest.Client(t, nil).Do(req.WithContext(ctx))
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("kitchen stream: %v %v", err, res)
 	}
