@@ -8,11 +8,12 @@ package apitest
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,8 +29,9 @@ import (
 
 // Contract is the loaded document and its router.
 type Contract struct {
-	Doc    *openapi3.T
-	router routers.Router
+	Doc     *openapi3.T
+	router  routers.Router
+	schemas *schemas
 }
 
 var (
@@ -61,7 +63,11 @@ func load(doc []byte) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route api/openapi.yaml: %w", err)
 	}
-	return &Contract{Doc: t, router: r}, nil
+	sc, err := newSchemas(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Contract{Doc: t, router: r, schemas: sc}, nil
 }
 
 // The media types the document names besides those openapi3filter knows:
@@ -195,23 +201,46 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return tr.checkResponse(what, in, res)
 }
 
-// checkResponse validates status, headers and body. A stream's body is
-// checked event by event as the caller reads it; a download's is not read.
+// checkResponse validates status and headers (openapi3filter), then the
+// media type and a JSON body against its schema (compiled once, schemas.go).
+// A stream's body is checked event by event as the caller reads it; a
+// download's is not read.
 func (tr *Transport) checkResponse(what string, in *openapi3filter.RequestValidationInput, res *http.Response) (*http.Response, error) {
 	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode, Header: res.Header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
-	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
-	streamed := mt == "text/event-stream" || mt == "application/octet-stream"
-	if streamed || in.Request.Method == http.MethodHead {
-		out.Options.ExcludeResponseBody = true
-		out.SetBodyBytes(nil)
-		if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-			tr.Report(fmt.Sprintf("%s answered %d: %s", what, res.StatusCode, short(err)))
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: true, MultiError: true}}
+	out.SetBodyBytes(nil)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		tr.Report(fmt.Sprintf("%s answered %d: %s", what, res.StatusCode, short(err)))
+		return res, nil
+	}
+	ptr, content := tr.Contract.responseOf(in.Route, res.StatusCode)
+	ct := res.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if in.Request.Method == http.MethodHead || res.StatusCode == http.StatusNoContent || res.StatusCode == http.StatusNotModified {
+		return res, nil
+	}
+	if len(content) == 0 {
+		return res, nil // the document names no body (a redirect)
+	}
+	key, found := "", false
+	for k := range content {
+		if kt, _, err := mime.ParseMediaType(k); err == nil && strings.EqualFold(kt, mt) {
+			key, found = k, true
+			break
 		}
-		if mt == "text/event-stream" && res.StatusCode == http.StatusOK {
+	}
+	if !found {
+		tr.Report(fmt.Sprintf("%s answered %d with Content-Type %q, which the document does not name for it", what, res.StatusCode, ct))
+		return res, nil
+	}
+	switch {
+	case mt == "text/event-stream":
+		if res.StatusCode == http.StatusOK {
 			res.Body = &eventChecker{ReadCloser: res.Body, tr: tr, what: what}
 		}
 		return res, nil
+	case mt != "application/json":
+		return res, nil // a picture, a page, a download, text: no schema to hold it to
 	}
 	b, err := io.ReadAll(res.Body)
 	res.Body.Close()
@@ -222,11 +251,28 @@ func (tr *Transport) checkResponse(what string, in *openapi3filter.RequestValida
 		res.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
 		return res, nil
 	}
-	out.SetBodyBytes(b)
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+	if err := tr.Contract.schemas.validate(ptr+pointer("content", key, "schema"), b); err != nil {
 		tr.Report(fmt.Sprintf("%s answered %d %s: %s", what, res.StatusCode, clip(b), short(err)))
 	}
 	return res, nil
+}
+
+// responseOf is the JSON pointer of the response the document gives route
+// for status (its component's, when it refers to one) and its content.
+func (c *Contract) responseOf(route *routers.Route, status int) (string, openapi3.Content) {
+	code := strconv.Itoa(status)
+	ref := route.Operation.Responses.Value(code)
+	if ref == nil {
+		code = "default"
+		ref = route.Operation.Responses.Default()
+	}
+	if ref == nil || ref.Value == nil {
+		return "", nil
+	}
+	if strings.HasPrefix(ref.Ref, "#/") {
+		return strings.TrimPrefix(ref.Ref, "#"), ref.Value.Content
+	}
+	return pointer("paths", route.Path, strings.ToLower(route.Method), "responses", code), ref.Value.Content
 }
 
 type errReader struct{ err error }
@@ -326,19 +372,14 @@ func (e *eventChecker) dispatch() {
 // ValidateEvent checks one kitchen stream event's data against
 // KitchenEvent, and that its type field names the event.
 func (c *Contract) ValidateEvent(event string, data []byte) error {
-	ref := c.Doc.Components.Schemas["KitchenEvent"]
-	if ref == nil {
-		return errors.New("the document has no KitchenEvent schema")
-	}
-	var v any
-	if err := jsonUnmarshal(data, &v); err != nil {
-		return fmt.Errorf("data is not JSON: %w", err)
-	}
-	if err := ref.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+	if err := c.schemas.validate(pointer("components", "schemas", "KitchenEvent"), data); err != nil {
 		return err
 	}
-	if m, ok := v.(map[string]any); !ok || m["type"] != event {
-		return fmt.Errorf("data type %v under event %s", m["type"], event)
+	var v struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil || v.Type != event {
+		return fmt.Errorf("data type %q under event %s", v.Type, event)
 	}
 	return nil
 }
