@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -73,7 +72,7 @@ func load(doc []byte) (*Contract, error) {
 // The media types the document names besides those openapi3filter knows:
 // their bodies are opaque to the schema (a picture, a page, a stream).
 func init() {
-	for _, ct := range []string{"image/jpeg", "image/png", "image/webp", "image/svg+xml", "text/html", "text/javascript",
+	for _, ct := range []string{"image/jpeg", "image/png", "image/webp", "image/svg+xml", "image/x-icon", "text/html", "text/javascript",
 		"text/css", "text/event-stream", "application/manifest+json"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 	}
@@ -107,13 +106,13 @@ func Wrap(t testing.TB, base http.RoundTripper) http.RoundTripper {
 		return base
 	}
 	c := MustLoad(t)
-	var done atomic.Bool
 	var mu sync.Mutex
-	t.Cleanup(func() { mu.Lock(); done.Store(true); mu.Unlock() })
+	done := false
+	t.Cleanup(func() { mu.Lock(); done = true; mu.Unlock() })
 	return &Transport{Base: base, Contract: c, Report: func(msg string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !done.Load() {
+		if !done {
 			t.Errorf("api/openapi.yaml mismatch: %s", msg)
 		}
 	}}
