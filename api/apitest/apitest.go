@@ -169,75 +169,18 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	what := req.Method + " " + req.URL.Path
-	check := req.Clone(context.Background())
-	check.Body = io.NopCloser(bytes.NewReader(body))
-	route, params, routeErr := tr.Contract.router.FindRoute(check)
-
-	var reqErr error
-	var in *openapi3filter.RequestValidationInput
-	if routeErr == nil {
-		// Security is the box's to judge (tests send bad tokens on purpose),
-		// and a body on a call that reads none is ignored, not refused.
-		in = &openapi3filter.RequestValidationInput{Request: check, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}}
-		reqErr = openapi3filter.ValidateRequest(context.Background(), in)
-	}
-
+	ex := tr.Contract.request(req, body)
 	res, err := tr.base().RoundTrip(req)
 	if err != nil {
 		return res, err
 	}
+	ptr, mt, ok := tr.Contract.head(ex, res.StatusCode, res.Header, tr.Report)
 	switch {
-	case routeErr != nil:
-		// Probing a path or method the contract does not have is fine as
-		// long as the box refuses it as such.
-		if res.StatusCode != http.StatusNotFound && res.StatusCode != http.StatusMethodNotAllowed {
-			tr.Report(fmt.Sprintf("%s is not in the document (%v) but was answered %d", what, routeErr, res.StatusCode))
-		}
+	case !ok:
 		return res, nil
-	case reqErr != nil && res.StatusCode < 300:
-		tr.Report(fmt.Sprintf("%s: the document refuses this request but the box answered %d: %s", what, res.StatusCode, short(reqErr)))
-	}
-	return tr.checkResponse(what, in, res)
-}
-
-// checkResponse validates status and headers (openapi3filter), then the
-// media type and a JSON body against its schema (compiled once, schemas.go).
-// A stream's body is checked event by event as the caller reads it; a
-// download's is not read.
-func (tr *Transport) checkResponse(what string, in *openapi3filter.RequestValidationInput, res *http.Response) (*http.Response, error) {
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode, Header: res.Header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: true, MultiError: true}}
-	out.SetBodyBytes(nil)
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		tr.Report(fmt.Sprintf("%s answered %d: %s", what, res.StatusCode, short(err)))
-		return res, nil
-	}
-	ptr, content := tr.Contract.responseOf(in.Route, res.StatusCode)
-	ct := res.Header.Get("Content-Type")
-	mt, _, _ := mime.ParseMediaType(ct)
-	if in.Request.Method == http.MethodHead || res.StatusCode == http.StatusNoContent || res.StatusCode == http.StatusNotModified {
-		return res, nil
-	}
-	if len(content) == 0 {
-		return res, nil // the document names no body (a redirect)
-	}
-	key, found := "", false
-	for k := range content {
-		if kt, _, err := mime.ParseMediaType(k); err == nil && strings.EqualFold(kt, mt) {
-			key, found = k, true
-			break
-		}
-	}
-	if !found {
-		tr.Report(fmt.Sprintf("%s answered %d with Content-Type %q, which the document does not name for it", what, res.StatusCode, ct))
-		return res, nil
-	}
-	switch {
 	case mt == "text/event-stream":
 		if res.StatusCode == http.StatusOK {
-			res.Body = &eventChecker{ReadCloser: res.Body, tr: tr, what: what}
+			res.Body = &eventChecker{ReadCloser: res.Body, c: tr.Contract, report: tr.Report, what: ex.what}
 		}
 		return res, nil
 	case mt != "application/json":
@@ -252,10 +195,94 @@ func (tr *Transport) checkResponse(what string, in *openapi3filter.RequestValida
 		res.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
 		return res, nil
 	}
-	if err := tr.Contract.schemas.validate(ptr+pointer("content", key, "schema"), b); err != nil {
-		tr.Report(fmt.Sprintf("%s answered %d %s: %s", what, res.StatusCode, clip(b), short(err)))
-	}
+	tr.Contract.body(ex, res.StatusCode, ptr, b, tr.Report)
 	return res, nil
+}
+
+// CheckExchange validates one exchange seen elsewhere (a browser's): the
+// request with its body, and the answer's status, headers and body. A
+// stream's body is not judged here.
+func (c *Contract) CheckExchange(req *http.Request, reqBody []byte, status int, header http.Header, body []byte, report func(string)) {
+	if req.Method == http.MethodOptions {
+		return
+	}
+	ex := c.request(req, reqBody)
+	if ptr, mt, ok := c.head(ex, status, header, report); ok && mt == "application/json" {
+		c.body(ex, status, ptr, body, report)
+	}
+}
+
+// exchange is a request as the document sees it.
+type exchange struct {
+	what     string
+	in       *openapi3filter.RequestValidationInput
+	routeErr error // no operation of the document
+	reqErr   error // the document refuses the request
+}
+
+func (c *Contract) request(req *http.Request, body []byte) *exchange {
+	ex := &exchange{what: req.Method + " " + req.URL.Path}
+	check := req.Clone(context.Background())
+	check.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, err := c.router.FindRoute(check)
+	if err != nil {
+		ex.routeErr = err
+		return ex
+	}
+	// Security is the box's to judge (tests send bad tokens on purpose),
+	// and a body on a call that reads none is ignored, not refused.
+	ex.in = &openapi3filter.RequestValidationInput{Request: check, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}}
+	ex.reqErr = openapi3filter.ValidateRequest(context.Background(), ex.in)
+	return ex
+}
+
+// head judges the route against the status, then the status, headers and
+// media type of the answer; it returns the JSON pointer of the body's
+// schema and the media type, ok when the body is to be judged further.
+func (c *Contract) head(ex *exchange, status int, header http.Header, report func(string)) (string, string, bool) {
+	switch {
+	case ex.routeErr != nil:
+		// Probing a path or method the contract does not have is fine as
+		// long as the box refuses it as such.
+		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+			report(fmt.Sprintf("%s is not in the document (%v) but was answered %d", ex.what, ex.routeErr, status))
+		}
+		return "", "", false
+	case ex.reqErr != nil && status < 300:
+		report(fmt.Sprintf("%s: the document refuses this request but the box answered %d: %s", ex.what, status, short(ex.reqErr)))
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: ex.in, Status: status, Header: header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: true, MultiError: true}}
+	out.SetBodyBytes(nil)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		report(fmt.Sprintf("%s answered %d: %s", ex.what, status, short(err)))
+		return "", "", false
+	}
+	if ex.in.Request.Method == http.MethodHead || status == http.StatusNoContent || status == http.StatusNotModified {
+		return "", "", false
+	}
+	ptr, content := c.responseOf(ex.in.Route, status)
+	if len(content) == 0 {
+		return "", "", false // the document names no body (a redirect)
+	}
+	ct := header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	for k := range content {
+		if kt, _, err := mime.ParseMediaType(k); err == nil && strings.EqualFold(kt, mt) {
+			return ptr + pointer("content", k, "schema"), mt, true
+		}
+	}
+	report(fmt.Sprintf("%s answered %d with Content-Type %q, which the document does not name for it", ex.what, status, ct))
+	return "", "", false
+}
+
+// body validates a JSON body against the schema at ptr (compiled once,
+// schemas.go).
+func (c *Contract) body(ex *exchange, status int, ptr string, b []byte, report func(string)) {
+	if err := c.schemas.validate(ptr, b); err != nil {
+		report(fmt.Sprintf("%s answered %d %s: %s", ex.what, status, clip(b), short(err)))
+	}
 }
 
 // responseOf is the JSON pointer of the response the document gives route
@@ -307,7 +334,8 @@ func clip(b []byte) string {
 // the caller reads them.
 type eventChecker struct {
 	io.ReadCloser
-	tr      *Transport
+	c       *Contract
+	report  func(string)
 	what    string
 	pending []byte
 	event   string
@@ -349,24 +377,24 @@ func (e *eventChecker) line(line string) {
 		e.data = append(e.data, value)
 	case "id", "retry", "":
 	default:
-		e.tr.Report(fmt.Sprintf("%s: unknown stream field %q", e.what, field))
+		e.report(fmt.Sprintf("%s: unknown stream field %q", e.what, field))
 	}
 }
 
 func (e *eventChecker) dispatch() {
 	if !eventTypes[e.event] {
-		e.tr.Report(fmt.Sprintf("%s: event type %q is not in the document", e.what, e.event))
+		e.report(fmt.Sprintf("%s: event type %q is not in the document", e.what, e.event))
 		return
 	}
 	data := strings.Join(e.data, "\n")
 	if e.event == "ping" {
 		if data != "" {
-			e.tr.Report(fmt.Sprintf("%s: a ping carries data %q", e.what, data))
+			e.report(fmt.Sprintf("%s: a ping carries data %q", e.what, data))
 		}
 		return
 	}
-	if err := e.tr.Contract.ValidateEvent(e.event, []byte(data)); err != nil {
-		e.tr.Report(fmt.Sprintf("%s: event %s %s: %s", e.what, e.event, clip([]byte(data)), short(err)))
+	if err := e.c.ValidateEvent(e.event, []byte(data)); err != nil {
+		e.report(fmt.Sprintf("%s: event %s %s: %s", e.what, e.event, clip([]byte(data)), short(err)))
 	}
 }
 

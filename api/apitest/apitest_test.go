@@ -17,9 +17,9 @@ type recorder struct {
 
 func (r *recorder) report(msg string) { r.mu.Lock(); r.msgs = append(r.msgs, msg); r.mu.Unlock() }
 
-// exchange serves one answer and sends one request through the checking
+// roundTrip serves one answer and sends one request through the checking
 // transport, returning what it reported.
-func exchange(t *testing.T, method, path string, hdr map[string]string, body string, answer func(w http.ResponseWriter)) []string {
+func roundTrip(t *testing.T, method, path string, hdr map[string]string, body string, answer func(w http.ResponseWriter)) []string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -95,7 +95,7 @@ func TestTransportReportsMismatches(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			msgs := exchange(t, c.method, c.path, c.hdr, c.body, c.answer)
+			msgs := roundTrip(t, c.method, c.path, c.hdr, c.body, c.answer)
 			switch {
 			case c.want == "" && len(msgs) > 0:
 				t.Fatalf("reported a valid exchange: %q", msgs)
@@ -118,11 +118,11 @@ func TestTransportChecksStreamEvents(t *testing.T) {
 	}
 	good := "id: 7\nevent: session.closed\ndata: {\"type\":\"session.closed\",\"sessionId\":\"s\",\"tableId\":\"T1\"}\n\nevent: ping\ndata:\n\n"
 	auth := map[string]string{"Authorization": "Bearer x"}
-	if msgs := exchange(t, "GET", "/api/kitchen/stream", auth, "", stream(good)); len(msgs) > 0 {
+	if msgs := roundTrip(t, "GET", "/api/kitchen/stream", auth, "", stream(good)); len(msgs) > 0 {
 		t.Fatalf("reported valid events: %q", msgs)
 	}
 	bad := "id: 8\nevent: session.closed\ndata: {\"type\":\"session.closed\",\"sessionId\":\"s\",\"tableId\":\"T1\",\"extra\":1}\n\nid: 9\nevent: order.exploded\ndata: {}\n\n"
-	msgs := exchange(t, "GET", "/api/kitchen/stream", auth, "", stream(bad))
+	msgs := roundTrip(t, "GET", "/api/kitchen/stream", auth, "", stream(bad))
 	if all := strings.Join(msgs, "\n"); !strings.Contains(all, "extra") || !strings.Contains(all, "order.exploded") {
 		t.Fatalf("want reports of the extra field and the unknown event, got %q", msgs)
 	}
