@@ -127,3 +127,21 @@ func TestTransportChecksStreamEvents(t *testing.T) {
 		t.Fatalf("want reports of the extra field and the unknown event, got %q", msgs)
 	}
 }
+
+// An exchange seen elsewhere (a browser's) is judged as the transport
+// judges its own.
+func TestCheckExchange(t *testing.T) {
+	c := MustLoad(t)
+	req, _ := http.NewRequest("GET", "http://box"+session, nil)
+	req.Header.Set("X-Session-PIN", "1234")
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	var got []string
+	c.CheckExchange(req, nil, 200, hdr, []byte(`{"sessionId":"abcdefghijklmnop0123","tableId":"T1","status":"ACTIVE"}`), func(m string) { got = append(got, m) })
+	if len(got) > 0 {
+		t.Fatalf("reported a valid exchange: %q", got)
+	}
+	c.CheckExchange(req, nil, 200, hdr, []byte(`{"sessionId":"abcdefghijklmnop0123","tableId":"T1","status":"ACTIVE","pin":"1234"}`), func(m string) { got = append(got, m) })
+	if len(got) != 1 || !strings.Contains(got[0], "pin") {
+		t.Fatalf("want one report of the pin field, got %q", got)
+	}
+}

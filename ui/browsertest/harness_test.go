@@ -368,6 +368,7 @@ func (b *browser) open(name, url string, w, h int64) *tab {
 	if err := chromedp.Do(ctx); err != nil {
 		b.t.Fatalf("open the %s tab: %v", name, err)
 	}
+	checkPageAPICalls(b.t, ctx)
 	msgs := chromedp.Console(ctx)
 	go func() {
 		for m, err := range msgs {
