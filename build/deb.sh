@@ -36,6 +36,12 @@ export DEB_VERSION
 for tool in dpkg-deb gzip; do
   command -v "$tool" >/dev/null || { echo "deb.sh: needs $tool (apt-get install dpkg gzip)" >&2; exit 1; }
 done
+if [ "${LINTIAN:-0}" = 1 ] && ! command -v lintian >/dev/null; then
+  [ "$(id -u)" = 0 ] || { echo "deb.sh: LINTIAN=1 needs lintian (apt-get install lintian)" >&2; exit 1; }
+  echo "== apt-get install lintian"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends lintian >/dev/null
+fi
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -78,7 +84,6 @@ for a in $DEB_ARCHS; do
     go tool -modfile=../go.mod nfpm package --config nfpm.yaml --packager deb --target "$deb" >/dev/null)
   echo "$deb  $(wc -c <"$deb") bytes"
   if [ "${LINTIAN:-0}" = 1 ]; then
-    command -v lintian >/dev/null || { echo "deb.sh: LINTIAN=1 needs lintian (apt-get install lintian)" >&2; exit 1; }
     # --fail-on error: warnings are reported (and explained in
     # docs/packaging.md), errors fail the build.
     lintian --fail-on error --display-info "$deb" || status=1

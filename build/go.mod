@@ -7,6 +7,8 @@ go 1.26.8
 
 tool github.com/goreleaser/nfpm/v2/cmd/nfpm
 
+require github.com/hashicorp/mdns v1.0.7
+
 require (
 	charm.land/lipgloss/v2 v2.0.4 // indirect
 	dario.cat/mergo v1.0.2 // indirect
@@ -43,7 +45,6 @@ require (
 	github.com/goreleaser/chglog v0.7.4 // indirect
 	github.com/goreleaser/fileglob v1.4.1 // indirect
 	github.com/goreleaser/nfpm/v2 v2.48.0 // indirect
-	github.com/hashicorp/mdns v1.0.7 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
