@@ -85,6 +85,7 @@ nsx ip link set lo up
 nsx ip tuntap add dev motap0 mode tap
 nsx ip addr add 10.213.0.1/24 dev motap0
 nsx ip link set motap0 up
+nsx ip route add 224.0.0.0/4 dev motap0 # mDNS: the probe's multicast goes to the VM's network
 nsx dnsmasq --keep-in-foreground --port=0 --interface=motap0 --bind-interfaces \
   --dhcp-range=10.213.0.10,10.213.0.50,1h --dhcp-leasefile="$work/leases" \
   --pid-file="$work/dnsmasq.pid" --log-facility="$work/dnsmasq.log" &
@@ -112,13 +113,13 @@ boot() { # boot N: power on, wait for the setup page; sets boot_seconds
   echo "== boot $n: power on (qemu pid $qemu_pid), waiting up to $BOOT_TIMEOUT s for the setup page"
   while :; do
     kill -0 "$qemu_pid" 2>/dev/null || fail "qemu exited during boot $n"
-    code=$(nsx curl -s -o "$work/page-$n.html" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$http_port/" || true)
+    code=$(nsx curl -sL -o "$work/page-$n.html" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$http_port/" || true)
     [ "$code" = 200 ] && break
     [ $(($(date +%s) - t0)) -lt "$BOOT_TIMEOUT" ] || fail "boot $n: no setup page after $BOOT_TIMEOUT s (last HTTP status ${code:-none})"
     sleep 5
   done
   boot_seconds=$(($(date +%s) - t0))
-  pass "boot $n: setup page answers (HTTP 200, $(wc -c <"$work/page-$n.html") bytes) $boot_seconds s after power-on"
+  pass "boot $n: setup page answers (HTTP 200 after redirects, $(wc -c <"$work/page-$n.html") bytes) $boot_seconds s after power-on"
 }
 
 announced() { # announced N: the _masterorder._tcp announcement on the tap
