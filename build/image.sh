@@ -58,7 +58,7 @@ echo "== package: $DEB"
 CACHE_DIR=${CACHE_DIR:-/var/cache/masterorder-build}
 mkdir -p "$CACHE_DIR"
 work=$(mktemp -d /tmp/masterorder-image.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'umount "$rootdir/proc" 2>/dev/null; rm -rf --one-file-system "$work"' EXIT
 rootdir="$work/root"
 
 packages=(
@@ -68,10 +68,11 @@ packages=(
   e2fsprogs dosfstools fdisk util-linux iproute2 ca-certificates
 )
 include=$(IFS=,; echo "${packages[*]}")
-# The root filesystem is cached by everything that goes into it, so that a
-# change to the partitioning alone does not cost another 20 minutes.
-key=$( { echo "$SUITE $include $MIRROR $SECURITY_MIRROR"; sha256sum "$DEB" | cut -d' ' -f1;
-  tar -C build/image -cf - --sort=name --mtime=@0 --owner=0 --group=0 rootfs customize.sh | sha256sum; } | sha256sum | cut -c1-16)
+# The Debian part of the root filesystem (packages and masterorder.deb) is
+# cached by what goes into it; the OS settings (build/image/rootfs,
+# customize.sh) are applied on top at every build, so changing them costs
+# seconds, not another 20 minutes of qemu-user.
+key=$( { echo "$SUITE $include $MIRROR $SECURITY_MIRROR"; sha256sum "$DEB" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
 rootfs_tar="$CACHE_DIR/image-rootfs-$SUITE-arm64-$key.tar"
 start=$(date +%s)
 if [ ! -s "$rootfs_tar" ]; then
@@ -79,19 +80,25 @@ if [ ! -s "$rootfs_tar" ]; then
   nice -n 19 mmdebstrap --mode=root --variant=minbase --architectures=arm64 \
     --components="main non-free-firmware" --include="$include" \
     --customize-hook='cp "'"$DEB"'" "$1/tmp/masterorder.deb" && chroot "$1" dpkg -i /tmp/masterorder.deb && rm "$1/tmp/masterorder.deb"' \
-    --customize-hook='tar -C "'"$root"'/build/image/rootfs" --owner=root --group=root -cf - . | tar -C "$1" -xf -' \
-    --customize-hook='cp "'"$root"'/build/image/customize.sh" "$1/tmp/customize.sh" && chroot "$1" sh /tmp/customize.sh && rm "$1/tmp/customize.sh"' \
     "$SUITE" "$rootfs_tar.tmp.tar" \
     "deb $MIRROR $SUITE main non-free-firmware" \
     "deb $MIRROR $SUITE-updates main non-free-firmware" \
     "deb $SECURITY_MIRROR $SUITE-security main non-free-firmware"
   mv "$rootfs_tar.tmp.tar" "$rootfs_tar"
-  echo "   rootfs in $(( $(date +%s) - start )) s"
+  echo "   packages in $(( $(date +%s) - start )) s"
 else
-  echo "== rootfs from cache: $rootfs_tar"
+  echo "== packages from cache: $rootfs_tar"
 fi
 mkdir -p "$rootdir"
 tar -C "$rootdir" --numeric-owner -xpf "$rootfs_tar"
+echo "== OS settings: build/image/rootfs, customize.sh"
+tar -C build/image/rootfs --owner=root --group=root -cf - . | tar -C "$rootdir" -xf -
+cp build/image/customize.sh "$rootdir/tmp/customize.sh"
+mount -t proc proc "$rootdir/proc"
+chroot "$rootdir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 sh /tmp/customize.sh ||
+  { umount "$rootdir/proc"; echo "image.sh: customize.sh failed" >&2; exit 1; }
+umount "$rootdir/proc"
+rm -f "$rootdir/tmp/customize.sh"
 
 # Split the tree into the three partitions.
 bootdir="$work/boot"

@@ -23,6 +23,7 @@ mkdir -p /data /boot/firmware
 DEB_MAINT_PARAMS=configure /etc/kernel/postinst.d/z50-raspi-firmware
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old
-find /var/log /tmp /var/tmp -mindepth 1 -delete
+# (/tmp is left alone: this script runs from there; on the box it is tmpfs.)
+find /var/log /var/tmp -mindepth 1 -delete
 # /usr is not newer than /etc and /var: no "needs update" service writes at boot.
 touch /etc/.updated /var/.updated
