@@ -58,7 +58,7 @@ echo "== package: $DEB"
 CACHE_DIR=${CACHE_DIR:-/var/cache/masterorder-build}
 mkdir -p "$CACHE_DIR"
 work=$(mktemp -d /tmp/masterorder-image.XXXXXX)
-trap 'umount "$rootdir/proc" 2>/dev/null; rm -rf --one-file-system "$work"' EXIT
+trap 'umount "$rootdir/proc" 2>/dev/null || true; rm -rf --one-file-system "$work"' EXIT
 rootdir="$work/root"
 
 packages=(
