@@ -103,7 +103,10 @@ boot() { # boot N: power on, wait for the setup page; sets boot_seconds
   local n=$1
   local t0
   t0=$(date +%s)
-  nsx nice -n 10 qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 \
+  # Started directly (not through nsx, a function, which would run in a
+  # subshell): ip netns exec and nice exec, so $! is qemu itself and
+  # kill -9 of it is a power cut.
+  ip netns exec "$ns" nice -n 10 qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 \
     -kernel "$work/vmlinuz" -initrd "$work/initrd" -append "$cmdline" \
     -drive file="$work/disk.img",format=raw,if=virtio,cache=writeback \
     -netdev tap,id=lan,ifname=motap0,script=no,downscript=no -device virtio-net-pci,netdev=lan,mac=52:54:00:4d:4f:21 \
@@ -119,6 +122,8 @@ boot() { # boot N: power on, wait for the setup page; sets boot_seconds
     sleep 5
   done
   boot_seconds=$(($(date +%s) - t0))
+  kill -0 "$qemu_pid" 2>/dev/null || fail "boot $n: qemu is not running"
+  grep -q "Linux version" "$work/console-$n.log" || fail "boot $n: this VM's console shows no kernel"
   pass "boot $n: setup page answers (HTTP 200 after redirects, $(wc -c <"$work/page-$n.html") bytes) $boot_seconds s after power-on"
 }
 
@@ -159,7 +164,12 @@ os_checks 1
 echo "   state: $(wc -l <"$work/state-1.txt") files in /etc/masterorder and /var/lib/masterorder"
 
 echo "== power cut: kill -9 qemu"
-kill -9 "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true; qemu_pid=""
+kill -9 "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true
+! kill -0 "$qemu_pid" 2>/dev/null || fail "qemu $qemu_pid survived kill -9"
+pgrep -f "console-1.log" >/dev/null && fail "the first VM is still running"
+qemu_pid=""
+nsx curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$http_port/" && fail "the setup page still answers after the power cut"
+pass "powered off: qemu gone, nothing answers"
 boot 2
 second_boot=$boot_seconds
 announced 2
