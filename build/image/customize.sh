@@ -1,0 +1,29 @@
+#!/bin/sh
+# Runs inside the image's root filesystem (mmdebstrap --customize-hook),
+# after the packages, masterorder.deb and build/image/rootfs are in place.
+set -eu
+systemctl enable systemd-networkd.service masterorder-hostname.service \
+  masterorder-growdata.service masterorder-factory-reset.service
+systemctl enable masterorder.service avahi-daemon.service ssh.service
+# An appliance: no unattended package runs, no first-boot prompts on a
+# console nobody watches.
+systemctl mask apt-daily.timer apt-daily-upgrade.timer systemd-firstboot.service
+# Every card would share them: made on the box by ssh-prepare.
+rm -f /etc/ssh/ssh_host_*
+# Root is read-only: systemd makes a machine id per boot (DHCP uses the MAC).
+: >/etc/machine-id
+rm -f /var/lib/dbus/machine-id
+ln -s /etc/machine-id /var/lib/dbus/machine-id
+# Set per boot from the board serial (masterorder-hostname.service).
+rm -f /etc/hostname
+printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >/etc/hosts
+mkdir -p /data /boot/firmware
+# cmdline.txt and config.txt again, now that /etc/default/raspi-firmware
+# and raspi-extra-cmdline are ours.
+DEB_MAINT_PARAMS=configure /etc/kernel/postinst.d/z50-raspi-firmware
+apt-get clean
+rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old
+# (/tmp is left alone: this script runs from there; on the box it is tmpfs.)
+find /var/log /var/tmp -mindepth 1 -delete
+# /usr is not newer than /etc and /var: no "needs update" service writes at boot.
+touch /etc/.updated /var/.updated
