@@ -32,7 +32,9 @@ const fixtureSevenMinutesAndCards = `(window.__statusFixture = (st) => {
 		if (n.id === 'c' && !n.reachable) n.downSince = new Date(Date.now() - 7 * 60 * 1000).toISOString();
 		if (n.id === 'b') n.disk = { state: 'full', freeBytes: 0, totalBytes: 31914983424, since: new Date().toISOString() };
 	}
+	// The answering box reports its own card on its nodes[] entry too.
 	st.disk = { state: 'low', freeBytes: 812000000, totalBytes: 31914983424, since: new Date().toISOString() };
+	for (const n of st.nodes || []) if (n.id === st.nodeId) n.disk = st.disk;
 }, true)`
 
 // docShots saves the tab at 390 and 1024 px in ja and en as
