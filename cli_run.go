@@ -176,8 +176,7 @@ func announceMember(box setup.Layout, log *slog.Logger) *setup.Announcer {
 	}
 	ann, err := setup.Announce(setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port})
 	if err != nil {
-		log.Warn("mDNS: not announced", "error", err)
-		return nil
+		log.Warn("mDNS: not announced yet (announced when the box has an address)", "error", err)
 	}
 	return ann
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/mdns"
 )
@@ -35,7 +36,15 @@ func (a Announcement) TXT() []string {
 type Announcer struct {
 	mu     sync.Mutex
 	server *mdns.Server
+	last   Announcement // what was asked for (IPs nil: this machine's)
+	ips    string       // the addresses the running server announces
+	stop   chan struct{}
 }
+
+// rewatchEvery is how often an announcement of this machine's addresses
+// looks again at them: a box powered on before its cable was plugged in,
+// or whose DHCP lease changed, is announced on its new address.
+const rewatchEvery = 5 * time.Second
 
 // quietLog drops hashicorp/mdns's own log lines (a missing IPv6 stack is
 // not news).
@@ -44,16 +53,51 @@ var quietLog = log.New(io.Discard, "", 0)
 // Announce starts answering for a on every multicast interface.
 // hashicorp/mdns binds 5353 with SO_REUSEADDR, so it coexists with an
 // avahi-daemon on the same host.
+//
+// The Announcer it returns is never nil: when a.IPs is nil it keeps
+// watching this machine's addresses and announces again when they change,
+// so an error here (no address yet) is worth a log line, not giving up.
 func Announce(a Announcement) (*Announcer, error) {
-	x := &Announcer{}
-	if err := x.Update(a); err != nil {
-		return nil, err
+	x := &Announcer{stop: make(chan struct{})}
+	err := x.Update(a)
+	go x.rewatch(x.stop)
+	return x, err
+}
+
+// rewatch announces again when this machine's addresses change.
+func (x *Announcer) rewatch(stop <-chan struct{}) {
+	t := time.NewTicker(rewatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		x.mu.Lock()
+		a, ips, closed := x.last, x.ips, x.stop == nil
+		x.mu.Unlock()
+		if closed || a.IPs != nil || ipsKey(LocalIPs()) == ips {
+			continue
+		}
+		_ = x.Update(a) // no address yet: the next tick tries again
 	}
-	return x, nil
+}
+
+func ipsKey(ips []net.IP) string {
+	var b strings.Builder
+	for _, ip := range ips {
+		b.WriteString(ip.String())
+		b.WriteByte(',')
+	}
+	return b.String()
 }
 
 // Update replaces the announcement (setup → member).
 func (x *Announcer) Update(a Announcement) error {
+	x.mu.Lock()
+	x.last = a
+	x.mu.Unlock()
 	ips := a.IPs
 	if ips == nil {
 		ips = LocalIPs()
@@ -71,8 +115,14 @@ func (x *Announcer) Update(a Announcement) error {
 		return fmt.Errorf("mdns: %w", err)
 	}
 	x.mu.Lock()
+	if x.stop == nil { // closed meanwhile
+		x.mu.Unlock()
+		s.Shutdown()
+		return nil
+	}
 	old := x.server
 	x.server = s
+	x.ips = ipsKey(ips)
 	x.mu.Unlock()
 	if old != nil {
 		old.Shutdown()
@@ -88,6 +138,11 @@ func (x *Announcer) Close() {
 	x.mu.Lock()
 	s := x.server
 	x.server = nil
+	x.last = Announcement{}
+	if x.stop != nil {
+		close(x.stop)
+		x.stop = nil
+	}
 	x.mu.Unlock()
 	if s != nil {
 		s.Shutdown()
