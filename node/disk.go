@@ -463,7 +463,7 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
 		return
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-	resp, err := n.peerHTTP.Do(req)
+	resp, err := n.diskHTTP.Do(req)
 	if err != nil {
 		return
 	}

@@ -76,24 +76,29 @@ type Node struct {
 	started       time.Time
 	internal      *http.Server
 	peerHTTP      *http.Client
-	echo          *echo.Echo
-	httpLn        net.Listener
-	https         *http.Server // nil without https_addr
-	kv            kv.Client
-	clock         leaderClock
-	ready         atomic.Bool // leader: barrier done and clock set
-	steppingDown  atomic.Bool // a halted leader is handing over (stepDownIfHalted)
-	degraded      atomic.Bool // the last ReadLocal found no quorum
-	workersMu     sync.Mutex
-	workers       []worker
-	probe         peerProbe
-	guestName     *lanname.Answerer         // nil without mdns_name
-	staffRoutes   []func(*echo.Group)       // AddStaffRoutes
-	serials       peerSerials               // certificate serials seen per member (peercheck.go)
-	raftRef       atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
-	metrics       *nodeMetrics
-	leaderRounds  readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
-	remoteRounds  readRounds
+	// diskHTTP is the card watch's own pool: it asks every peer every 2 s,
+	// and on peerHTTP it would keep the forwards' connections open, so a
+	// write right after a leader died would go out on a dead connection
+	// (outcome unknown) instead of a refused dial (safe to retry).
+	diskHTTP     *http.Client
+	echo         *echo.Echo
+	httpLn       net.Listener
+	https        *http.Server // nil without https_addr
+	kv           kv.Client
+	clock        leaderClock
+	ready        atomic.Bool // leader: barrier done and clock set
+	steppingDown atomic.Bool // a halted leader is handing over (stepDownIfHalted)
+	degraded     atomic.Bool // the last ReadLocal found no quorum
+	workersMu    sync.Mutex
+	workers      []worker
+	probe        peerProbe
+	guestName    *lanname.Answerer         // nil without mdns_name
+	staffRoutes  []func(*echo.Group)       // AddStaffRoutes
+	serials      peerSerials               // certificate serials seen per member (peercheck.go)
+	raftRef      atomic.Pointer[raft.Raft] // n.raft for the TLS handshake goroutines
+	metrics      *nodeMetrics
+	leaderRounds readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
+	remoteRounds readRounds
 
 	disk  diskWatch  // this box's card (disk.go)
 	fatal chan error // the box cannot go on in place (Fatal)
@@ -162,7 +167,8 @@ func New(cfg Config, opts Options) (*Node, error) {
 	n.AddLeaderWorker("expire", n.expireWorker)
 	n.echo = newEcho(n)
 	n.initMetrics()
-	n.peerHTTP = n.newPeerClient()
+	n.peerHTTP = n.newPeerClient(n.countedDial)
+	n.diskHTTP = n.newPeerClient(n.dialInternal)
 	return n, nil
 }
 
@@ -509,6 +515,7 @@ func (n *Node) Stop() {
 			n.closeRaftPort()
 		}
 		n.peerHTTP.CloseIdleConnections()
+		n.diskHTTP.CloseIdleConnections()
 		n.wg.Wait()
 		if n.logStore != nil {
 			n.logStore.Close()

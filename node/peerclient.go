@@ -31,7 +31,7 @@ type peerDialError struct{ err error }
 func (e *peerDialError) Error() string { return "dial peer: " + e.err.Error() }
 func (e *peerDialError) Unwrap() error { return e.err }
 
-func (n *Node) newPeerClient() *http.Client {
+func (n *Node) newPeerClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
 	idle := n.opts.PeerIdleTimeout
 	if idle <= 0 {
 		idle = defaultPeerIdle
@@ -41,7 +41,7 @@ func (n *Node) newPeerClient() *http.Client {
 		// to cap.
 		return &http.Client{Transport: &http.Transport{
 			Proxy:               nil,
-			DialContext:         n.countedDial,
+			DialContext:         dial,
 			MaxIdleConnsPerHost: 256, // one per concurrent forwarded request
 			IdleConnTimeout:     idle,
 		}}
@@ -51,7 +51,7 @@ func (n *Node) newPeerClient() *http.Client {
 	return &http.Client{Transport: &http2.Transport{
 		TLSClientConfig: cfg,
 		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
-			raw, err := n.countedDial(ctx, network, addr)
+			raw, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, &peerDialError{err}
 			}

@@ -48,7 +48,7 @@ func TestPeerClientRefusedHandshakeIsNeverSent(t *testing.T) {
 		}
 	}()
 	n := &Node{opts: Options{ClientTLS: cli}, metrics: &nodeMetrics{peerDials: prometheus.NewCounter(prometheus.CounterOpts{Name: "dials"})}}
-	c := n.newPeerClient()
+	c := n.newPeerClient(n.countedDial)
 	errs := make(chan error, 8)
 	for range 8 {
 		go func() {
