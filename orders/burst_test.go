@@ -50,11 +50,10 @@ func TestBurstThroughFollowerNeverFails(t *testing.T) {
 			}
 		}
 		dials := s.peerDials(f) - before
-		// One per peer at most. The pool may already be warm: the peer
-		// probe and the disk watch ask each peer every 2 s over the same
-		// internal channel, so a burst may dial nothing at all.
-		if dials > 2 {
-			t.Fatalf("%s: follower dialled %d connections to its peers, want at most 2", what, dials)
+		// At least one: the pool was cold (the test would not exercise
+		// anything otherwise); one per peer at most.
+		if dials < 1 || dials > 2 {
+			t.Fatalf("%s: follower dialled %d connections to its peers, want 1 or 2", what, dials)
 		}
 		t.Logf("%s: 64 × 200 through follower %d in %v, %d connection(s) dialled", what, f, took.Round(time.Millisecond), dials)
 	}
