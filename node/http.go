@@ -67,33 +67,7 @@ func newEcho(n *Node) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.HTTPErrorHandler = func(err error, c echo.Context) {
-		if c.Response().Committed {
-			return
-		}
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			switch he.Code {
-			case http.StatusNotFound:
-				httpapi.Fail(c, he.Code, "NOT_FOUND")
-			case http.StatusMethodNotAllowed:
-				httpapi.Fail(c, he.Code, "METHOD_NOT_ALLOWED")
-			case http.StatusRequestEntityTooLarge:
-				httpapi.Fail(c, he.Code, "BODY_TOO_LARGE")
-			case http.StatusUnauthorized:
-				httpapi.Fail(c, he.Code, "UNAUTHORIZED")
-			default:
-				if he.Code >= 500 {
-					n.log.Error("request failed", "path", c.Path(), "error", err)
-					httpapi.Fail(c, http.StatusInternalServerError, "INTERNAL")
-					return
-				}
-				httpapi.Fail(c, he.Code, "BAD_REQUEST")
-			}
-			return
-		}
-		n.FailErr(c, err)
-	}
+	e.HTTPErrorHandler = httpapi.ErrorHandler(n.log, n.FailErr)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		n.log.Error("panic in handler", "path", c.Path(), "error", err, "stack", string(stack))
 		return err

@@ -185,7 +185,7 @@ func (b *Box) Run(ctx context.Context) error {
 	if err := b.Listen(); err != nil {
 		return err
 	}
-	b.srv = &http.Server{Handler: b.routes(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 60 * time.Second}
+	b.srv = &http.Server{Handler: b.Routes(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 60 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- b.srv.Serve(b.ln) }()
 	var ann *Announcer
@@ -238,11 +238,12 @@ func (b *Box) shutdown() {
 	b.ln.Close()
 }
 
-// routes are setup mode's HTTP surface.
-func (b *Box) routes() *echo.Echo {
+// Routes is setup mode's HTTP surface (Run serves it; api/api_test.go
+// holds it to the contract).
+func (b *Box) Routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler
+	e.HTTPErrorHandler = httpapi.ErrorHandler(b.log, nil)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("2M"))
 	ui.RegisterSetup(e)
@@ -255,28 +256,6 @@ func (b *Box) routes() *echo.Echo {
 	b.wizard.routes(e)
 	caRoutes(e, "")
 	return e
-}
-
-// errorHandler answers echo's own errors with reason codes.
-func errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		switch he.Code {
-		case http.StatusNotFound:
-			httpapi.Fail(c, he.Code, "NOT_FOUND")
-		case http.StatusMethodNotAllowed:
-			httpapi.Fail(c, he.Code, "METHOD_NOT_ALLOWED")
-		case http.StatusRequestEntityTooLarge:
-			httpapi.Fail(c, he.Code, "BODY_TOO_LARGE")
-		default:
-			httpapi.Fail(c, http.StatusBadRequest, "BAD_REQUEST")
-		}
-		return
-	}
-	httpapi.Fail(c, http.StatusInternalServerError, "INTERNAL")
 }
 
 // tlsOnly refuses the claim channel over plain HTTP: configuration and
