@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"masterorder/api/apitest"
 	"masterorder/node/nodetest"
 	"masterorder/orders/staffauth"
 	"masterorder/setup"
@@ -122,7 +123,7 @@ func jsonCall(t *testing.T, c *http.Client, method, url string, hdr map[string]s
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	res, err := c.Do(req)
+	res, err := apitest.Client(t, c).Do(req) // every exchange held to api/openapi.yaml
 	if err != nil {
 		t.Logf("%s %s: %v", method, url, err)
 		return 0
@@ -186,7 +187,7 @@ func runWizard(t *testing.T, b *setupBox, ids []string, code string) setup.Progr
 // tablet is an HTTPS client that installed the cluster CA from /ca.crt.
 func tablet(t *testing.T, httpAddr string) *http.Client {
 	t.Helper()
-	res, err := http.Get("http://" + httpAddr + "/ca.crt")
+	res, err := apitest.Client(t, nil).Get("http://" + httpAddr + "/ca.crt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 		t.Errorf("restarted member's wizard: %d", code)
 	}
 	for _, path := range []string{"/ca.crt", "/ca.mobileconfig"} {
-		res, err := http.Get("http://" + boxes[2].addr + path)
+		res, err := apitest.Client(t, nil).Get("http://" + boxes[2].addr + path)
 		if err != nil || res.StatusCode != 200 {
 			t.Errorf("%s on a member: %v %v", path, err, res)
 		} else {

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -10,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v4"
 
 	"masterorder/api"
 	"masterorder/api/apitest"
@@ -72,18 +76,36 @@ func diff(doc, table []string) string {
 var echoParam = regexp.MustCompile(`:[A-Za-z0-9_]+|\*`)
 var docParam = regexp.MustCompile(`\{[^}]+\}`)
 
-// Every route a box registers (the box's own, the domain's, the web apps)
-// is in the document with its method, and every operation of the document
-// is a route a box registers. Path parameters are compared by position;
-// an echo wildcard is one parameter.
+// Every route a box registers is in the document with its method, and
+// every operation of the document is a route a box registers; for a member
+// (the box's own, the domain's, the web apps, setup's member routes and
+// the console's add and replace) and for a box in setup mode (the wizard
+// and the claim channel) alike. A path item's x-served-by names the
+// servers that serve it (absent: a member only). Path parameters are
+// compared by position; an echo wildcard is one parameter.
 func TestEveryRouteDocumented(t *testing.T) {
 	c := apitest.MustLoad(t)
 	st := orderstest.Start(t, 1, nil, nil, orders.Options{StaffPasswordHash: orderstest.PasswordHash(t, "pw-for-tests")})
-	// What `masterorder run` adds to a member (cli_run.go): setup's
-	// member routes and the console's add and replace.
-	e := st.Nodes[0].Echo()
-	setup.MemberRoutes(e, t.TempDir(), nil)
-	setup.NewConsole(st.Nodes[0], orders.FileConfig{}, t.TempDir(), nil).Routes(e.Group("/api/staff"))
+	// What `masterorder run` adds to a member (cli_run.go).
+	member := st.Nodes[0].Echo()
+	setup.MemberRoutes(member, t.TempDir(), nil)
+	setup.NewConsole(st.Nodes[0], orders.FileConfig{}, t.TempDir(), nil).Routes(member.Group("/api/staff"))
+	compareRoutes(t, "a member", servedRoutes(member), documentedRoutes(t, c, "member"), 50)
+
+	dir := t.TempDir()
+	box, err := setup.New(setup.Options{Layout: setup.Layout{EtcDir: filepath.Join(dir, "etc"), StateDir: filepath.Join(dir, "state"),
+		BootDir: filepath.Join(dir, "boot"), SysRoot: filepath.Join(dir, "sys")}, Listen: "127.0.0.1:0", WindowFromStart: true,
+		Start: func(context.Context, string, func(*echo.Echo)) (func(), error) {
+			return nil, errors.New("not started in this test")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareRoutes(t, "a box in setup mode", servedRoutes(box.Routes()), documentedRoutes(t, c, "setup"), 20)
+}
+
+// servedRoutes are e's routes as "METHOD /path/{}".
+func servedRoutes(e *echo.Echo) map[string]bool {
 	served := map[string]bool{}
 	for _, r := range e.Routes() {
 		if r.Method == "CONNECT" || r.Method == "PROPFIND" || r.Method == "REPORT" { // echo's Any; OpenAPI cannot name them
@@ -94,8 +116,29 @@ func TestEveryRouteDocumented(t *testing.T) {
 		}
 		served[r.Method+" "+echoParam.ReplaceAllString(r.Path, "{}")] = true
 	}
+	return served
+}
+
+// documentedRoutes are the document's operations that server serves, as
+// "METHOD /path/{}".
+func documentedRoutes(t *testing.T, c *apitest.Contract, server string) map[string]bool {
 	documented := map[string]bool{}
 	for path, item := range c.Doc.Paths.Map() {
+		servedBy := []string{"member"}
+		if v, ok := item.Extensions["x-served-by"]; ok {
+			servedBy = nil
+			list, _ := v.([]any)
+			for _, s := range list {
+				name, _ := s.(string)
+				if name != "member" && name != "setup" {
+					t.Errorf("%s: x-served-by names %v; want member and/or setup", path, s)
+				}
+				servedBy = append(servedBy, name)
+			}
+		}
+		if !slices.Contains(servedBy, server) {
+			continue
+		}
 		// A path an echo wildcard serves besides {file} (an app's own
 		// folder) names that route.
 		route := docParam.ReplaceAllString(path, "{}")
@@ -106,6 +149,11 @@ func TestEveryRouteDocumented(t *testing.T) {
 			documented[method+" "+route] = true
 		}
 	}
+	return documented
+}
+
+func compareRoutes(t *testing.T, who string, served, documented map[string]bool, atLeast int) {
+	t.Helper()
 	var missing, extra []string
 	for r := range served {
 		if !documented[r] {
@@ -120,13 +168,13 @@ func TestEveryRouteDocumented(t *testing.T) {
 	slices.Sort(missing)
 	slices.Sort(extra)
 	for _, r := range missing {
-		t.Errorf("served, not in api/openapi.yaml: %s", r)
+		t.Errorf("%s serves it, api/openapi.yaml does not name it for %s: %s", who, who, r)
 	}
 	for _, r := range extra {
-		t.Errorf("in api/openapi.yaml, not served: %s", r)
+		t.Errorf("api/openapi.yaml names it for %s, which does not serve it: %s", who, r)
 	}
-	if len(served) < 50 {
-		t.Fatalf("only %d routes found: %v", len(served), served)
+	if len(served) < atLeast {
+		t.Fatalf("only %d routes found for %s: %v", len(served), who, served)
 	}
 }
 

@@ -35,14 +35,14 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.Strin
 
 // Peer is one member of the initial cluster.
 type Peer struct {
-	ID       string `toml:"id"`
-	RaftAddr string `toml:"raft_addr"`
-	HTTPAddr string `toml:"http_addr"`
+	ID       string `toml:"id" json:"id"`
+	RaftAddr string `toml:"raft_addr" json:"raft_addr"`
+	HTTPAddr string `toml:"http_addr" json:"http_addr"`
 	// HTTPSAddr is the peer's HTTPS listener (staff and kitchen), if any.
-	HTTPSAddr string `toml:"https_addr,omitempty"`
+	HTTPSAddr string `toml:"https_addr,omitempty" json:"https_addr,omitempty"`
 	// DialAddr, when set, is where this node dials the peer's raft_addr
 	// (a fault-injection proxy in tests); the cluster still knows raft_addr.
-	DialAddr string `toml:"dial_addr,omitempty"`
+	DialAddr string `toml:"dial_addr,omitempty" json:"dial_addr,omitempty"`
 }
 
 // Config is one node's whole configuration (see config.example.toml).
@@ -83,14 +83,14 @@ type HTTPConfig struct {
 
 // TLSConfig names the cluster CA and this node's certificate.
 type TLSConfig struct {
-	CAFile   string `toml:"ca_file"`
-	CertFile string `toml:"cert_file"`
-	KeyFile  string `toml:"key_file"`
+	CAFile   string `toml:"ca_file" json:"ca_file"`
+	CertFile string `toml:"cert_file" json:"cert_file"`
+	KeyFile  string `toml:"key_file" json:"key_file"`
 	// HTTPSCertFile/HTTPSKeyFile serve https_addr: a short-lived server
 	// certificate (tablets refuse server certificates valid for more than
 	// 825 days). Empty: cert_file and key_file.
-	HTTPSCertFile string `toml:"https_cert_file"`
-	HTTPSKeyFile  string `toml:"https_key_file"`
+	HTTPSCertFile string `toml:"https_cert_file" json:"https_cert_file"`
+	HTTPSKeyFile  string `toml:"https_key_file" json:"https_key_file"`
 }
 
 // Enabled reports whether mutual TLS is configured.

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
+
+	"masterorder/api/apitest"
+	"masterorder/setup/cluster"
 )
 
 // testBox runs one box in setup mode on a free loopback port; its Start
@@ -59,7 +63,15 @@ func (tb *testBox) stop() {
 	}
 }
 
-func (tb *testBox) client() *Client { return NewClient(tb.Addr(), tb.Identity().Fingerprint) }
+func (tb *testBox) client(t *testing.T) *Client {
+	return checked(t, NewClient(tb.Addr(), tb.Identity().Fingerprint))
+}
+
+// checked makes c hold every exchange to the contract (api/openapi.yaml).
+func checked(t *testing.T, c *Client) *Client {
+	c.http.Transport = apitest.Wrap(t, c.http.Transport)
+	return c
+}
 
 func ctx5(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -75,7 +87,7 @@ func TestClaimRefusedPastTheWindow(t *testing.T) {
 	mu.Lock()
 	now = now.Add(31 * time.Minute)
 	mu.Unlock()
-	_, err := tb.client().Claim(ctx5(t), "wizard", "")
+	_, err := tb.client(t).Claim(ctx5(t), "wizard", "")
 	if !IsRefused(err, "CLAIM_WINDOW_CLOSED") {
 		t.Fatalf("claim past the window: %v", err)
 	}
@@ -104,7 +116,7 @@ func TestClaimNeedsTheSetupCode(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "boot"), 0o755)
 	os.WriteFile(filepath.Join(dir, "boot", BootSetupFile), []byte("# written by the owner\nsetup_code = \"umami-42\"\n"), 0o644)
 	tb := newTestBox(t, dir, nil)
-	c := tb.client()
+	c := tb.client(t)
 	info, err := c.Info(ctx5(t))
 	if err != nil || !info.CodeRequired {
 		t.Fatalf("info: %+v %v", info, err)
@@ -128,7 +140,7 @@ func TestWrongCodesLockTheClaim(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "etc"), 0o755)
 	os.WriteFile(filepath.Join(dir, "etc", EtcSetupCode), []byte("shoyu-77\n"), 0o600)
 	tb := newTestBox(t, dir, nil)
-	c := tb.client()
+	c := tb.client(t)
 	for i := 0; i < maxWrongCodes; i++ {
 		c.Claim(ctx5(t), "guess", "x"+string(rune('a'+i)))
 	}
@@ -145,7 +157,7 @@ func TestClaimChannelIsTLSOnly(t *testing.T) {
 			method = http.MethodGet
 		}
 		req, _ := http.NewRequest(method, "http://"+tb.Addr()+claimPrefix+p, strings.NewReader(`{"claimer":"x"}`))
-		res, err := http.DefaultClient.Do(req)
+		res, err := apitest.Client(t, nil).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +167,7 @@ func TestClaimChannelIsTLSOnly(t *testing.T) {
 		}
 	}
 	// The page itself is plain HTTP (the owner's phone opens it).
-	res, err := http.Get("http://" + tb.Addr() + "/setup/")
+	res, err := apitest.Client(t, nil).Get("http://" + tb.Addr() + "/setup/")
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("setup page: %v %v", err, res)
 	}
@@ -168,7 +180,7 @@ func TestClaimChannelPinsTheFingerprint(t *testing.T) {
 	// A client that pinned the rogue's fingerprint reaching the real box,
 	// or the real box's reaching the rogue (someone answering at the
 	// announced address with another key), sends nothing.
-	for _, c := range []*Client{NewClient(tb.Addr(), rogue.Identity().Fingerprint), NewClient(rogue.Addr(), tb.Identity().Fingerprint)} {
+	for _, c := range []*Client{checked(t, NewClient(tb.Addr(), rogue.Identity().Fingerprint)), checked(t, NewClient(rogue.Addr(), tb.Identity().Fingerprint))} {
 		if _, err := c.Claim(ctx5(t), "wizard", ""); !errors.Is(err, ErrFingerprint) {
 			t.Errorf("claim through a wrong pin: %v", err)
 		}
@@ -176,7 +188,7 @@ func TestClaimChannelPinsTheFingerprint(t *testing.T) {
 	if tb.layout.ModeOf() != ModeSetup || rogue.layout.ModeOf() != ModeSetup {
 		t.Error("a box was claimed through a wrong pin")
 	}
-	if _, err := NewClient(tb.Addr(), "").Claim(ctx5(t), "wizard", ""); err == nil {
+	if _, err := checked(t, NewClient(tb.Addr(), "")).Claim(ctx5(t), "wizard", ""); err == nil {
 		t.Error("an unpinned client claimed a box")
 	}
 	info, err := Probe(ctx5(t), tb.Addr())
@@ -191,7 +203,7 @@ func TestClaimedBoxNeverReturnsToSetupWithoutReset(t *testing.T) {
 	dir := t.TempDir()
 	tb := newTestBox(t, dir, nil)
 	id := tb.Identity()
-	tok, err := tb.client().Claim(ctx5(t), "wizard-1", "")
+	tok, err := tb.client(t).Claim(ctx5(t), "wizard-1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,17 +212,17 @@ func TestClaimedBoxNeverReturnsToSetupWithoutReset(t *testing.T) {
 	if tb.Identity().ID != id.ID {
 		t.Fatal("identity changed across a restart")
 	}
-	info, err := tb.client().Info(ctx5(t))
+	info, err := tb.client(t).Info(ctx5(t))
 	if err != nil || info.State != ModeClaimed {
 		t.Fatalf("after restart: %+v %v", info, err)
 	}
-	if _, err := tb.client().Claim(ctx5(t), "wizard-2", ""); !IsRefused(err, "ALREADY_CLAIMED") {
+	if _, err := tb.client(t).Claim(ctx5(t), "wizard-2", ""); !IsRefused(err, "ALREADY_CLAIMED") {
 		t.Errorf("second claimer: %v", err)
 	}
-	if err := tb.client().Configure(ctx5(t), "not-the-token", fakeBundle()); !IsRefused(err, "CLAIM_TOKEN_WRONG") {
+	if err := tb.client(t).Configure(ctx5(t), "not-the-token", fakeBundle()); !IsRefused(err, "CLAIM_TOKEN_WRONG") {
 		t.Errorf("configure without the token: %v", err)
 	}
-	if again, err := tb.client().Claim(ctx5(t), "wizard-1", ""); err != nil || again != tok {
+	if again, err := tb.client(t).Claim(ctx5(t), "wizard-1", ""); err != nil || again != tok {
 		t.Errorf("the same claimer retrying: %v", err)
 	}
 	tb.stop()
@@ -250,7 +262,7 @@ func TestBootResetFile(t *testing.T) {
 
 func TestReleaseGivesTheBoxBack(t *testing.T) {
 	tb := newTestBox(t, t.TempDir(), nil)
-	c := tb.client()
+	c := tb.client(t)
 	tok, err := c.Claim(ctx5(t), "wizard", "")
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +275,47 @@ func TestReleaseGivesTheBoxBack(t *testing.T) {
 	}
 	if tb.layout.ModeOf() != ModeSetup {
 		t.Errorf("mode after release: %s", tb.layout.ModeOf())
+	}
+}
+
+// A claimed box takes the config its claimer pushes (a real bundle, as the
+// wizard makes it) and starts as a member with it; a second push is refused.
+func TestConfigureMakesAMember(t *testing.T) {
+	tb := newTestBox(t, t.TempDir(), nil)
+	c := tb.client(t)
+	tok, err := c.Claim(ctx5(t), "wizard", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cluster.New("test-shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.StaffPasswordHash, cl.KitchenPasswordHash = testHash(t, "manager pw 1"), testHash(t, "kitchen pw 2")
+	_, port, _ := strings.Cut(tb.Addr(), ":")
+	self := cluster.Box{ID: "a", Host: "127.0.0.1", HTTPPort: port, RaftPort: "17000", HTTPSPort: "1443"}
+	bundle, err := cl.Bundle(self, cl.Peers([]cluster.Box{self}), false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Configure(ctx5(t), tok, bundle); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case path := <-tb.started:
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cluster.ParseConfig(raw)
+		if err != nil || got.NodeID != "a" || got.ShopID != "test-shop" || len(got.Peers) != 1 {
+			t.Fatalf("written config: %+v %v", got, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the box did not start as a member")
+	}
+	if _, err := os.Stat(filepath.Join(tb.layout.TLSDir(), "ca-key.pem")); err != nil {
+		t.Errorf("the pushed TLS files were not written: %v", err)
 	}
 }
 
@@ -311,4 +364,12 @@ func TestImpostorIDIsNotListed(t *testing.T) {
 	if len(got) != 1 || got[0].ID != other.Identity().ID {
 		t.Errorf("listed %+v, want only the box with a unique id", got)
 	}
+}
+
+func testHash(t *testing.T, pw string) string {
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h)
 }

@@ -47,29 +47,29 @@ func (b Box) Peer() node.Peer {
 // the settings a box needs; commented defaults for the rest live in
 // config.example.toml.
 type Config struct {
-	NodeID        string      `toml:"node_id"`
-	ShopID        string      `toml:"shop_id"`
-	DataDir       string      `toml:"data_dir"`
-	HTTPAddr      string      `toml:"http_addr"`
-	RaftAddr      string      `toml:"raft_addr"`
-	ClusterSecret string      `toml:"cluster_secret"`
-	Join          bool        `toml:"join,omitempty"`
-	HTTPSAddr     string      `toml:"https_addr,omitempty"`
-	PublicURL     string      `toml:"public_url,omitempty"`
-	MDNSName      string      `toml:"mdns_name,omitempty"`
-	Peers         []node.Peer `toml:"peers"`
+	NodeID        string      `toml:"node_id" json:"node_id"`
+	ShopID        string      `toml:"shop_id" json:"shop_id"`
+	DataDir       string      `toml:"data_dir" json:"data_dir"`
+	HTTPAddr      string      `toml:"http_addr" json:"http_addr"`
+	RaftAddr      string      `toml:"raft_addr" json:"raft_addr"`
+	ClusterSecret string      `toml:"cluster_secret" json:"cluster_secret"`
+	Join          bool        `toml:"join,omitempty" json:"join,omitempty"`
+	HTTPSAddr     string      `toml:"https_addr,omitempty" json:"https_addr,omitempty"`
+	PublicURL     string      `toml:"public_url,omitempty" json:"public_url,omitempty"`
+	MDNSName      string      `toml:"mdns_name,omitempty" json:"mdns_name,omitempty"`
+	Peers         []node.Peer `toml:"peers" json:"peers"`
 	HTTP          struct {
-		AllowPlainStaff bool `toml:"allow_plain_staff"`
-	} `toml:"http"`
+		AllowPlainStaff bool `toml:"allow_plain_staff" json:"allow_plain_staff"`
+	} `toml:"http" json:"http"`
 	Staff struct {
-		PasswordHash        string `toml:"password_hash"`
-		TokenSecret         string `toml:"token_secret"`
-		KitchenPasswordHash string `toml:"kitchen_password_hash"`
-	} `toml:"staff"`
+		PasswordHash        string `toml:"password_hash" json:"password_hash"`
+		TokenSecret         string `toml:"token_secret" json:"token_secret"`
+		KitchenPasswordHash string `toml:"kitchen_password_hash" json:"kitchen_password_hash"`
+	} `toml:"staff" json:"staff"`
 	Shop struct {
-		TaxRatePercent *int `toml:"tax_rate_percent,omitempty"`
-	} `toml:"shop"`
-	TLS node.TLSConfig `toml:"tls"`
+		TaxRatePercent *int `toml:"tax_rate_percent,omitempty" json:"tax_rate_percent,omitempty"`
+	} `toml:"shop" json:"shop"`
+	TLS node.TLSConfig `toml:"tls" json:"tls"`
 }
 
 // UseLayout points the config at a box's directories: its TLS files in

@@ -15,7 +15,7 @@ import (
 )
 
 // checkPageAPICalls checks every API call the pages of a tab make (the
-// guest app, the kitchen screen, the console) against api/openapi.yaml,
+// guest app, the kitchen screen, the console, the setup wizard) against api/openapi.yaml,
 // as the tests' own calls are: the browser reports each request and
 // answer, and a mismatch fails t. Streams and failed loads are left out.
 func checkPageAPICalls(t *testing.T, ctx context.Context) {
@@ -42,7 +42,7 @@ func checkPageAPICalls(t *testing.T, ctx context.Context) {
 		defer mu.Unlock()
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
-			if u, err := url.Parse(e.Request.URL); err == nil && strings.HasPrefix(u.Path, "/api/") && e.Request.Method != http.MethodOptions {
+			if u, err := url.Parse(e.Request.URL); err == nil && (strings.HasPrefix(u.Path, "/api/") || strings.HasPrefix(u.Path, "/setup/api/")) && e.Request.Method != http.MethodOptions {
 				calls[e.RequestID] = &call{req: e.Request}
 			}
 		case *network.EventResponseReceived:
