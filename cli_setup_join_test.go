@@ -15,6 +15,7 @@ import (
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/setup"
+	"masterorder/setup/setuptest"
 )
 
 // joinBox is a box in setup mode in this process whose member node the
@@ -133,7 +134,7 @@ func TestSetupGrowAndReplace(t *testing.T) {
 		t.Fatalf("%d members after growing", n)
 	}
 	// Something for the replacement to hold.
-	tab := tablet(t, a.Addr())
+	tab := setuptest.TabletClient(t, "http://"+a.Addr())
 	base := "https://127.0.0.1:" + strconv.Itoa(a.https)
 	var login struct{ Token string }
 	if st := jsonCall(t, tab, "POST", base+"/api/staff/login", nil, map[string]string{"password": setupManagerPW}, &login); st != 200 {

@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +21,7 @@ import (
 	"masterorder/orders/staffauth"
 	"masterorder/setup"
 	"masterorder/setup/cluster"
+	"masterorder/setup/setuptest"
 )
 
 // setupBox is one `masterorder run` in setup mode, in this process, with
@@ -184,23 +182,6 @@ func runWizard(t *testing.T, b *setupBox, ids []string, code string) setup.Progr
 	return p
 }
 
-// tablet is an HTTPS client that installed the cluster CA from /ca.crt.
-func tablet(t *testing.T, httpAddr string) *http.Client {
-	t.Helper()
-	res, err := apitest.Client(t, nil).Get("http://" + httpAddr + "/ca.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("/ca.crt: %d", res.StatusCode)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-}
-
 // TestSetupWizardFormsCluster: three unconfigured boxes, formed through
 // the wizard's HTTP API, end as one cluster with one leader, and every
 // box takes a guest order; the claimed boxes stay members after a
@@ -304,7 +285,7 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 	if managerHashes[0] != managerHashes[1] || managerHashes[1] != managerHashes[2] {
 		t.Errorf("the boxes hold different manager hashes: %v", managerHashes)
 	}
-	tab := tablet(t, boxes[1].addr)
+	tab := setuptest.TabletClient(t, "http://"+boxes[1].addr)
 	leaders := map[string]bool{}
 	for i, b := range boxes {
 		base := "https://127.0.0.1:" + strconv.Itoa(b.httpsPort)

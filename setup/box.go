@@ -321,6 +321,19 @@ func (b *Box) codeOK(code string) bool {
 	return b.code == "" || subtle.ConstantTimeCompare([]byte(code), []byte(b.code)) == 1
 }
 
+// claimRefusal is why a call that needs the claim's token is refused:
+// 409 NOT_IN_SETUP once configured, 403 CLAIM_TOKEN_WRONG for another
+// token; code "" lets it go on (callers hold b.mu).
+func (b *Box) claimRefusal(token string) (status int, code string) {
+	switch {
+	case b.configured:
+		return http.StatusConflict, "NOT_IN_SETUP"
+	case !b.claimedBy(token):
+		return http.StatusForbidden, "CLAIM_TOKEN_WRONG"
+	}
+	return 0, ""
+}
+
 // claimedBy checks the claim token (callers hold b.mu).
 func (b *Box) claimedBy(token string) bool {
 	cl, ok := b.opts.Layout.readClaim()
@@ -334,11 +347,8 @@ func (b *Box) handleConfigure(c echo.Context) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.configured {
-		return httpapi.Fail(c, http.StatusConflict, "NOT_IN_SETUP")
-	}
-	if !b.claimedBy(req.Token) {
-		return httpapi.Fail(c, http.StatusForbidden, "CLAIM_TOKEN_WRONG")
+	if status, code := b.claimRefusal(req.Token); code != "" {
+		return httpapi.Fail(c, status, code)
 	}
 	if _, port, err := net.SplitHostPort(req.Config.HTTPAddr); err != nil || port != strconv.Itoa(b.ports.HTTP) {
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "INVALID_SETUP", Detail: "http_addr must use this box's port " + strconv.Itoa(b.ports.HTTP)})
@@ -360,11 +370,8 @@ func (b *Box) handleRelease(c echo.Context) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.configured {
-		return httpapi.Fail(c, http.StatusConflict, "NOT_IN_SETUP")
-	}
-	if !b.claimedBy(req.Token) {
-		return httpapi.Fail(c, http.StatusForbidden, "CLAIM_TOKEN_WRONG")
+	if status, code := b.claimRefusal(req.Token); code != "" {
+		return httpapi.Fail(c, status, code)
 	}
 	if err := b.opts.Layout.dropClaim(); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +20,7 @@ import (
 
 	"masterorder/node/lanname"
 	"masterorder/orders/orderstest"
+	"masterorder/setup/setuptest"
 )
 
 const (
@@ -55,22 +55,24 @@ func getJSON(hc *http.Client, url string, v any) int {
 	return res.StatusCode
 }
 
-// tabletClient trusts the cluster CA the box serves at /ca.crt (what the
-// done page's QR code installs on a tablet).
-func tabletClient(t *testing.T, b *netBox) *http.Client {
+// managerLogin logs the manager in over HTTPS through box b, waiting up
+// to a minute for the store to be ready, and returns the token.
+func managerLogin(t *testing.T, tc *http.Client, b *netBox) string {
 	t.Helper()
-	res, err := http.Get(b.url() + "/ca.crt")
-	if err != nil {
-		t.Fatal(err)
+	var tok string
+	if !waitTrue(60*time.Second, func() bool {
+		r := orderstest.Do(t, tc, "POST", "https://"+b.ip+"/api/staff/login", nil, map[string]string{"password": netnsManagerPW})
+		if r.Status != 200 {
+			return false
+		}
+		var out struct{ Token string }
+		r.Decode(t, &out)
+		tok = out.Token
+		return true
+	}) {
+		t.Fatalf("no manager login through box %s", b.id)
 	}
-	der, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("/ca.crt: %d", res.StatusCode)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	return tok
 }
 
 // TestNetnsStoreFromBlankBoxes is issue 29's store, end to end, on a LAN
@@ -132,25 +134,9 @@ func TestNetnsStoreFromBlankBoxes(t *testing.T) {
 	}
 
 	// 2. A table, a guest order through the name from a phone.
-	tc := tabletClient(t, boxes[0])
+	tc := setuptest.TabletClient(t, boxes[0].url())
 	https := func(b *netBox) string { return "https://" + b.ip }
-	login := func(b *netBox) string {
-		var tok string
-		if !waitTrue(60*time.Second, func() bool {
-			r := orderstest.Do(t, tc, "POST", https(b)+"/api/staff/login", nil, map[string]string{"password": netnsManagerPW})
-			if r.Status != 200 {
-				return false
-			}
-			var out struct{ Token string }
-			r.Decode(t, &out)
-			tok = out.Token
-			return true
-		}) {
-			t.Fatalf("no manager login through box %s", b.id)
-		}
-		return tok
-	}
-	token := login(boxes[0])
+	token := managerLogin(t, tc, boxes[0])
 	staff := func(b *netBox, method, path string, body any) orderstest.Resp {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -369,20 +355,8 @@ func TestNetnsOneBoxGrowsToThree(t *testing.T) {
 	wz.click("#shop-create")
 	wz.waitFor("the done page", `!!document.querySelector('#step-done') && !document.querySelector('#step-done').hidden`, 3*time.Minute)
 
-	tc := tabletClient(t, a)
-	var token string
-	if !waitTrue(60*time.Second, func() bool {
-		r := orderstest.Do(t, tc, "POST", "https://"+a.ip+"/api/staff/login", nil, map[string]string{"password": netnsManagerPW})
-		if r.Status != 200 {
-			return false
-		}
-		var out struct{ Token string }
-		r.Decode(t, &out)
-		token = out.Token
-		return true
-	}) {
-		t.Fatal("no login")
-	}
+	tc := setuptest.TabletClient(t, a.url())
+	token := managerLogin(t, tc, a)
 	staff := func(b *netBox, method, path string, body any) orderstest.Resp {
 		return orderstest.Do(t, tc, method, "https://"+b.ip+path, map[string]string{"Authorization": "Bearer " + token}, body)
 	}
