@@ -171,7 +171,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 		boxes = append(boxes, n.box(*plainHTTP))
 	}
 	peers := cl.Peers(boxes)
-	for i, b := range boxes {
+	for _, b := range boxes {
 		bundle, err := cl.Bundle(b, peers, false, false)
 		if err != nil {
 			return err
@@ -180,7 +180,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if *systemd {
-			if err := writeSystemdUnit(dir, b.ID, peers[i].HTTPAddr); err != nil {
+			if err := writeSystemdUnit(dir, b.ID); err != nil {
 				return fmt.Errorf("write systemd unit: %w", err)
 			}
 		}
@@ -248,20 +248,25 @@ func renewHTTPS(dir string, stdout io.Writer) error {
 
 // The layout `init --systemd` writes configs for.
 const (
+	// A binary copied by hand goes where the package manager never
+	// writes (docs/operations.md, step 3). A box with the Debian package
+	// has /usr/bin/masterorder and the package's own unit, which runs
+	// /etc/masterorder/masterorder.toml: it needs no unit from init.
 	boxBinary  = "/usr/local/bin/masterorder"
 	boxEtc     = "/etc/masterorder"
 	boxDataDir = "/var/lib/masterorder" // StateDirectory=masterorder
 	boxUser    = "masterorder"
 )
 
-// writeSystemdUnit writes DIR/masterorder-<id>.service.
-func writeSystemdUnit(dir, id, httpAddr string) error {
-	var caps string
-	if _, port, err := net.SplitHostPort(httpAddr); err == nil {
-		if p, _ := strconv.Atoi(port); p > 0 && p < 1024 {
-			caps = "AmbientCapabilities=CAP_NET_BIND_SERVICE\nCapabilityBoundingSet=CAP_NET_BIND_SERVICE\n"
-		}
-	}
+// writeSystemdUnit writes DIR/masterorder-<id>.service. Its [Service]
+// section is the Debian package's unit (build/deb/masterorder.service)
+// but for what is per box: ExecStart names the box's config,
+// SyslogIdentifier the box, and there is no ReadWritePaths, because a
+// node run with --config never enters setup mode, so it neither writes
+// /etc/masterorder (only claiming a box does) nor blinks the LED (the
+// wizard's identify button); /etc stays read-only for it.
+// TestInitUnitMatchesPackagedUnit keeps the two in step.
+func writeSystemdUnit(dir, id string) error {
 	unit := fmt.Sprintf(`# MasterOrder store node %[1]s — written by masterorder init --systemd.
 # Install on box %[1]s (see docs/operations.md, "A three-Pi store, start to finish"):
 #   useradd --system --home-dir %[4]s --shell /usr/sbin/nologin %[5]s
@@ -272,6 +277,8 @@ func writeSystemdUnit(dir, id, httpAddr string) error {
 #   install -m 0644 masterorder-%[1]s.service /etc/systemd/system/
 #   systemctl daemon-reload && systemctl enable --now masterorder-%[1]s
 # Logs: journalctl -u masterorder-%[1]s (JSON lines).
+# A box with the Debian package installed needs no such unit: install
+# %[1]s.toml as %[3]s/masterorder.toml and systemctl restart masterorder.
 
 [Unit]
 Description=MasterOrder store node %[1]s
@@ -293,7 +300,7 @@ KillSignal=SIGTERM
 TimeoutStopSec=30s
 Restart=on-failure
 RestartSec=2s
-# Exit 2 is a bad config: restarting will not fix it.
+# Exit 2 is a bad config or command line: restarting will not fix it.
 RestartPreventExitStatus=2
 StandardOutput=journal
 StandardError=journal
@@ -307,11 +314,18 @@ PrivateDevices=yes
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectControlGroups=yes
-RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
-%[6]s
+# No ReadWritePaths: this node never writes %[3]s (only setup mode does).
+# AF_NETLINK: Go lists network interfaces through netlink (mdns_name is
+# answered on each of them).
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK
+# Ports below 1024 (80, 443) as a non-root user; the bounding set also
+# takes every other capability away.
+AmbientCapabilities=CAP_NET_BIND_SERVICE
+CapabilityBoundingSet=CAP_NET_BIND_SERVICE
+
 [Install]
 WantedBy=multi-user.target
-`, id, boxBinary, boxEtc, boxDataDir, boxUser, caps)
+`, id, boxBinary, boxEtc, boxDataDir, boxUser)
 	return os.WriteFile(filepath.Join(dir, "masterorder-"+id+".service"), []byte(unit), 0o644)
 }
 
@@ -365,7 +379,7 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 		return err
 	}
 	if systemd {
-		if err := writeSystemdUnit(dir, nn.id, bundle.Config.HTTPAddr); err != nil {
+		if err := writeSystemdUnit(dir, nn.id); err != nil {
 			return err
 		}
 	}

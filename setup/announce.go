@@ -34,11 +34,15 @@ func (a Announcement) TXT() []string {
 
 // Announcer answers mDNS queries for one box until Close.
 type Announcer struct {
-	mu     sync.Mutex
-	server *mdns.Server
-	last   Announcement // what was asked for (IPs nil: this machine's)
-	ips    string       // the addresses the running server announces
-	stop   chan struct{}
+	updating sync.Mutex // one Update at a time: the rewatch never undoes a newer one
+	mu       sync.Mutex
+	shutdown func()       // stops the running server (nil: none)
+	last     Announcement // what was asked for (IPs nil: this machine's)
+	ips      string       // the addresses the running server announces
+	stop     chan struct{}
+
+	localIPs func() []net.IP                 // LocalIPs; a test's own list
+	serve    func(mdns.Zone) (func(), error) // serveZone; a test records the zones
 }
 
 // rewatchEvery is how often an announcement of this machine's addresses
@@ -58,15 +62,31 @@ var quietLog = log.New(io.Discard, "", 0)
 // watching this machine's addresses and announces again when they change,
 // so an error here (no address yet) is worth a log line, not giving up.
 func Announce(a Announcement) (*Announcer, error) {
-	x := &Announcer{stop: make(chan struct{})}
+	return announce(a, rewatchEvery, LocalIPs, serveZone)
+}
+
+// announce is Announce with the interval, the address lister and the
+// server start given (a test replaces them; production uses the above).
+func announce(a Announcement, every time.Duration, localIPs func() []net.IP, serve func(mdns.Zone) (func(), error)) (*Announcer, error) {
+	x := &Announcer{stop: make(chan struct{}), localIPs: localIPs, serve: serve}
 	err := x.Update(a)
-	go x.rewatch(x.stop)
+	go x.rewatch(x.stop, every)
 	return x, err
 }
 
+// serveZone answers for zone on every multicast interface until the
+// returned func is called.
+func serveZone(zone mdns.Zone) (func(), error) {
+	s, err := mdns.NewServer(&mdns.Config{Zone: zone, Logger: quietLog})
+	if err != nil {
+		return nil, err
+	}
+	return func() { s.Shutdown() }, nil
+}
+
 // rewatch announces again when this machine's addresses change.
-func (x *Announcer) rewatch(stop <-chan struct{}) {
-	t := time.NewTicker(rewatchEvery)
+func (x *Announcer) rewatch(stop <-chan struct{}, every time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -74,13 +94,14 @@ func (x *Announcer) rewatch(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		x.updating.Lock()
 		x.mu.Lock()
 		a, ips, closed := x.last, x.ips, x.stop == nil
 		x.mu.Unlock()
-		if closed || a.IPs != nil || ipsKey(LocalIPs()) == ips {
-			continue
+		if !closed && a.IPs == nil && ipsKey(x.localIPs()) != ips {
+			_ = x.update(a) // no address yet: the next tick tries again
 		}
-		_ = x.Update(a) // no address yet: the next tick tries again
+		x.updating.Unlock()
 	}
 }
 
@@ -95,12 +116,19 @@ func ipsKey(ips []net.IP) string {
 
 // Update replaces the announcement (setup → member).
 func (x *Announcer) Update(a Announcement) error {
+	x.updating.Lock()
+	defer x.updating.Unlock()
+	return x.update(a)
+}
+
+// update is Update with x.updating held.
+func (x *Announcer) update(a Announcement) error {
 	x.mu.Lock()
 	x.last = a
 	x.mu.Unlock()
 	ips := a.IPs
 	if ips == nil {
-		ips = LocalIPs()
+		ips = x.localIPs()
 	}
 	if len(ips) == 0 {
 		return fmt.Errorf("mdns: no address to announce")
@@ -110,22 +138,22 @@ func (x *Announcer) Update(a Announcement) error {
 	if err != nil {
 		return fmt.Errorf("mdns: %w", err)
 	}
-	s, err := mdns.NewServer(&mdns.Config{Zone: svc, Logger: quietLog})
+	shutdown, err := x.serve(svc)
 	if err != nil {
 		return fmt.Errorf("mdns: %w", err)
 	}
 	x.mu.Lock()
 	if x.stop == nil { // closed meanwhile
 		x.mu.Unlock()
-		s.Shutdown()
+		shutdown()
 		return nil
 	}
-	old := x.server
-	x.server = s
+	old := x.shutdown
+	x.shutdown = shutdown
 	x.ips = ipsKey(ips)
 	x.mu.Unlock()
 	if old != nil {
-		old.Shutdown()
+		old()
 	}
 	return nil
 }
@@ -136,16 +164,16 @@ func (x *Announcer) Close() {
 		return
 	}
 	x.mu.Lock()
-	s := x.server
-	x.server = nil
+	shutdown := x.shutdown
+	x.shutdown = nil
 	x.last = Announcement{}
 	if x.stop != nil {
 		close(x.stop)
 		x.stop = nil
 	}
 	x.mu.Unlock()
-	if s != nil {
-		s.Shutdown()
+	if shutdown != nil {
+		shutdown()
 	}
 }
 
