@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"masterorder/httpapi"
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
@@ -36,13 +39,15 @@ func (b *joinBox) member() *node.Node {
 	return b.node
 }
 
-func startJoinBox(t *testing.T) *joinBox {
+// startJoinBox starts a box; mod may change its options (the probe list,
+// the listen address) before it starts.
+func startJoinBox(t *testing.T, mod ...func(*setup.Options)) *joinBox {
 	t.Helper()
 	dir := t.TempDir()
 	jb := &joinBox{layout: setup.Layout{EtcDir: filepath.Join(dir, "etc"), StateDir: filepath.Join(dir, "state"), SysRoot: filepath.Join(dir, "sys")},
 		https: nodetest.FreePort(t)}
 	log := newLogger(node.LogConfig{Level: "error"}, io.Discard)
-	b, err := setup.New(setup.Options{Layout: jb.layout, Listen: "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t)), HTTPSPort: jb.https,
+	opts := setup.Options{Layout: jb.layout, Listen: "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t)), HTTPSPort: jb.https,
 		RaftPort: nodetest.FreePort(t), WindowFromStart: true, Version: "test", Logger: log,
 		Start: func(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
 			cfg, err := orders.LoadConfig(path)
@@ -57,7 +62,11 @@ func startJoinBox(t *testing.T) *joinBox {
 			jb.node = n
 			jb.mu.Unlock()
 			return n.Stop, nil
-		}})
+		}}
+	for _, m := range mod {
+		m(&opts)
+	}
+	b, err := setup.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,4 +172,86 @@ func TestSetupGrowAndReplace(t *testing.T) {
 		base := "https://127.0.0.1:" + strconv.Itoa(d.https)
 		return jsonCall(t, tab, "GET", base+"/api/staff/menu", auth, nil, &menu) == 200 && len(menu.Items) == 1
 	})
+}
+
+// TestSetupFormsStoreWhenOneBoxFailsItsPush: of three ticked boxes, one
+// refuses its config (its card cannot be written). The other two still
+// form the store (a majority of three), the page says which box is
+// missing and why in words, that box is given back to setup mode, and
+// the console's "Replace c with this box" brings it in once its card
+// works: three members, none of them c.
+func TestSetupFormsStoreWhenOneBoxFailsItsPush(t *testing.T) {
+	addrs := make([]string, 3)
+	for i := range addrs {
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t))
+	}
+	boxes := make([]*joinBox, 3)
+	for i := range boxes {
+		boxes[i] = startJoinBox(t, func(o *setup.Options) {
+			o.Listen, o.Probe = addrs[i], addrs
+			if i == 2 { // where its TLS folder goes, a file: writing the config fails
+				os.MkdirAll(o.Layout.EtcDir, 0o755)
+				os.WriteFile(o.Layout.TLSDir(), []byte("not a folder"), 0o644)
+			}
+		})
+	}
+	a, c := boxes[0], boxes[2]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var ids []string
+	for _, b := range boxes {
+		f := setup.Find(ctx, setup.FindOptions{Probe: []string{b.Addr()}})
+		if len(f) != 1 {
+			t.Fatalf("found %+v at %s", f, b.Addr())
+		}
+		ids = append(ids, f[0].ID)
+	}
+	p := runWizard(t, &setupBox{addr: a.Addr()}, ids, "")
+	if p.State != "done" || p.Done == nil || len(p.Done.Boxes) != 2 {
+		t.Fatalf("wizard: %+v", p)
+	}
+	for i, b := range p.Boxes {
+		switch {
+		case i < 2 && (b.Step != setup.StepReady || b.Error != ""):
+			t.Errorf("box %s: %+v", b.NodeID, b)
+		case i == 2 && (b.Error != "CARD_WRITE_FAILED" || b.NodeID != "c" || b.Message == "" || b.Message == b.Error):
+			t.Errorf("the box that failed: %+v", b)
+		}
+	}
+	// The page asks in English and gets the words in English.
+	var en setup.Progress
+	jsonCall(t, http.DefaultClient, "GET", "http://"+a.Addr()+"/setup/api/progress", map[string]string{"Accept-Language": "en"}, nil, &en)
+	if len(en.Boxes) != 3 || en.Boxes[2].Message != httpapi.Message("CARD_WRITE_FAILED", true) {
+		t.Errorf("English progress: %+v", en)
+	}
+	if m := c.layout.ModeOf(); m != setup.ModeSetup {
+		t.Fatalf("the box that failed is %s, want given back to setup mode", m)
+	}
+	waitFor(t, "a and b ready", func() bool {
+		return a.member() != nil && a.member().Ready() && boxes[1].member() != nil && boxes[1].member().Ready()
+	})
+	// Its card is mended; the manager replaces c with it from the console.
+	if err := os.Remove(c.layout.TLSDir()); err != nil {
+		t.Fatal(err)
+	}
+	cfgA, err := orders.LoadConfig(a.layout.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := setup.Find(ctx, setup.FindOptions{Probe: []string{c.Addr()}})
+	if len(found) != 1 {
+		t.Fatalf("c not in setup mode: %+v", found)
+	}
+	j, err := setup.AddToCluster(ctx, a.member(), setup.JoinRequest{Config: cfgA, TLSDir: a.layout.TLSDir(), Target: found[0].Found, Replaces: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, j.NodeID+" ready", func() bool { return c.member() != nil && c.member().Ready() })
+	ids2 := map[string]bool{}
+	for _, m := range a.member().Members() {
+		ids2[m.ID] = true
+	}
+	if len(ids2) != 3 || ids2["c"] || !ids2[j.NodeID] {
+		t.Errorf("members after replacing c: %v", ids2)
+	}
 }

@@ -16,13 +16,15 @@ import (
 
 	"masterorder/httpapi"
 	"masterorder/orders/staffauth"
+	"masterorder/setup"
 	"masterorder/setup/cluster"
 )
 
 // TestSetupWizardScreenshots walks the wizard in Chromium, as an owner
 // does, at phone (390 px) and tablet (1024 px) widths in Japanese and
-// English: each walk forms a real three-box store, and every step is
-// saved as setup-<step>-<lang>-<width>.png in $MO_SCREENSHOT_DIR (the
+// English: each walk forms a real three-box store (and one more where a
+// box's card refuses its files), and every step is saved as
+// setup-<step>-<lang>-<width>.png in $MO_SCREENSHOT_DIR (the
 // owner's guide uses docs/img: MO_SCREENSHOT_DIR=docs/img), else in a
 // temporary directory.
 func TestSetupWizardScreenshots(t *testing.T) {
@@ -68,73 +70,109 @@ func TestSetupWizardScreenshots(t *testing.T) {
 			t.Run(fmt.Sprintf("%s-%d", lang, w), func(t *testing.T) {
 				walkWizard(t, bctx, dir, lang, w)
 			})
+			t.Run(fmt.Sprintf("%s-%d-one-box-fails", lang, w), func(t *testing.T) {
+				walkWizardOneBoxFails(t, bctx, dir, lang, w)
+			})
 		}
 	}
 }
 
-func walkWizard(t *testing.T, bctx context.Context, dir, lang string, w int64) {
-	boxes := startSetupBoxes(t, 3, nil)
+// wizardTab is one Chromium tab on a box's setup page.
+type wizardTab struct {
+	t       *testing.T
+	ctx     context.Context
+	dir     string
+	lang    string
+	w       int64
+	english bool
+}
+
+// openWizard opens box's setup page at width w in lang (the toggle for
+// English) and waits for the n boxes it should find, all ticked.
+func openWizard(t *testing.T, bctx context.Context, dir, lang string, w int64, box *setupBox, n int) *wizardTab {
 	h := int64(844)
 	if w > 800 {
 		h = 768
 	}
 	ctx, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
-	defer cancel()
+	t.Cleanup(cancel)
 	// The tab is created by the first action on ctx itself: under a
 	// timeout's child context it would close with that context.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open a tab: %v", err)
 	}
-	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cc := context.WithTimeout(ctx, 20*time.Second)
-		defer cc()
-		if err := chromedp.Do(c, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+	wt := &wizardTab{t: t, ctx: ctx, dir: dir, lang: lang, w: w, english: lang == "en"}
+	wt.do("open", chromedp.EmulateViewport(w, h), chromedp.Navigate("http://"+box.addr+"/setup/"))
+	if wt.english {
+		wt.until("toggle", visible("#lang-toggle"), 10*time.Second)
+		wt.do("english", chromedp.Click(chromedp.CSS("#lang-toggle")))
 	}
-	until := func(what, js string, limit time.Duration) {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for {
-			c, cc := context.WithTimeout(ctx, 10*time.Second)
-			ok, err := chromedp.Run(c, chromedp.Evaluate[bool](js))
-			cc()
-			if err == nil && ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("waited for %s: %v", what, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+	wt.until(fmt.Sprintf("%d boxes", n), fmt.Sprintf(`document.querySelectorAll('.box-card').length === %d && document.querySelectorAll('.box-card.is-picked').length === %d`, n, n), 30*time.Second)
+	return wt
+}
+
+func (wt *wizardTab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	wt.t.Helper()
+	c, cc := context.WithTimeout(wt.ctx, 20*time.Second)
+	defer cc()
+	if err := chromedp.Do(c, actions...); err != nil {
+		wt.t.Fatalf("%s: %v", what, err)
 	}
-	shot := func(step string) {
-		t.Helper()
-		// No sideways scrolling at any width.
-		until("no sideways scroll", `document.documentElement.scrollWidth <= window.innerWidth + 1`, 5*time.Second)
-		c, cc := context.WithTimeout(ctx, 20*time.Second)
-		defer cc()
-		if err := chromedp.Do(c, chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)`)); err != nil {
-			t.Fatal(err)
+}
+
+func (wt *wizardTab) until(what, js string, limit time.Duration) {
+	wt.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		c, cc := context.WithTimeout(wt.ctx, 10*time.Second)
+		ok, err := chromedp.Run(c, chromedp.Evaluate[bool](js))
+		cc()
+		if err == nil && ok {
+			return
 		}
-		png, err := chromedp.Run(c, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", step, err)
+		if time.Now().After(deadline) {
+			wt.t.Fatalf("waited for %s: %v", what, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("setup-%s-%s-%d.png", step, lang, w)), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	visible := func(sel string) string {
-		return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && !e.closest('[hidden]') && e.getClientRects().length > 0; })()`, sel)
+}
+
+// shot saves the page as setup-<step>-<lang>-<width>.png.
+func (wt *wizardTab) shot(step string) {
+	wt.t.Helper()
+	// No sideways scrolling at any width.
+	wt.until("no sideways scroll", `document.documentElement.scrollWidth <= window.innerWidth + 1`, 5*time.Second)
+	c, cc := context.WithTimeout(wt.ctx, 20*time.Second)
+	defer cc()
+	if err := chromedp.Do(c, chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)`)); err != nil {
+		wt.t.Fatal(err)
 	}
-	do("open", chromedp.EmulateViewport(w, h), chromedp.Navigate("http://"+boxes[0].addr+"/setup/"))
-	if lang == "en" {
-		until("toggle", visible("#lang-toggle"), 10*time.Second)
-		do("english", chromedp.Click(chromedp.CSS("#lang-toggle")))
+	png, err := chromedp.Run(c, chromedp.FullScreenshot(100))
+	if err != nil {
+		wt.t.Fatalf("screenshot %s: %v", step, err)
 	}
-	until("three boxes", `document.querySelectorAll('.box-card').length === 3 && document.querySelectorAll('.box-card.is-picked').length === 3`, 30*time.Second)
+	if err := os.WriteFile(filepath.Join(wt.dir, fmt.Sprintf("setup-%s-%s-%d.png", step, wt.lang, wt.w)), png, 0o644); err != nil {
+		wt.t.Fatal(err)
+	}
+}
+
+// visible is a script: sel is shown (not under [hidden]) and laid out.
+func visible(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && !e.closest('[hidden]') && e.getClientRects().length > 0; })()`, sel)
+}
+
+// shopName is the name the walks type, in the page's language.
+func (wt *wizardTab) shopName() string {
+	if wt.english {
+		return "Ramen Tanaka"
+	}
+	return "らーめん 田中"
+}
+
+func walkWizard(t *testing.T, bctx context.Context, dir, lang string, w int64) {
+	boxes := startSetupBoxes(t, 3, nil)
+	wt := openWizard(t, bctx, dir, lang, w, boxes[0], 3)
+	ctx, do, until, shot, english := wt.ctx, wt.do, wt.until, wt.shot, wt.english
 	shot("boxes")
 	// One box only: the warning.
 	pick := func(i int) chromedp.Action[chromedp.Void] { // the list is drawn anew after each tap
@@ -147,17 +185,12 @@ func walkWizard(t *testing.T, bctx context.Context, dir, lang string, w int64) {
 	until("no warning", `document.querySelector('#box-warning').hidden`, 5*time.Second)
 	do("next", chromedp.Click(chromedp.CSS("#box-next")))
 	until("shop form", visible("#shop-name"), 10*time.Second)
-	shopName := "らーめん 田中"
-	if lang == "en" {
-		shopName = "Ramen Tanaka"
-	}
-	do("fill", chromedp.SendKeys(chromedp.CSS("#shop-name"), shopName),
+	do("fill", chromedp.SendKeys(chromedp.CSS("#shop-name"), wt.shopName()),
 		chromedp.SendKeys(chromedp.CSS("#manager-pw"), "12345678"),
 		chromedp.SendKeys(chromedp.CSS("#kitchen-pw"), setupKitchenPW),
 		chromedp.Click(chromedp.CSS("#show-pw")))
 	// The page applies init's strength rule itself (the boxes only ever
 	// see hashes), with the words a box's refusal has, on the field to fix.
-	english := lang == "en"
 	refusedOn := func(code, input string) string {
 		return visible("#shop-error") + fmt.Sprintf(` && document.querySelector('#shop-error').textContent === %q && document.activeElement === document.querySelector(%q)`,
 			httpapi.Message(code, english), input)
@@ -233,5 +266,32 @@ func walkWizard(t *testing.T, bctx context.Context, dir, lang string, w int64) {
 	}
 	if !staffauth.CheckPassword(cfg.Staff.PasswordHash, setupManagerPW) || !staffauth.CheckPassword(cfg.Staff.KitchenPasswordHash, setupKitchenPW) {
 		t.Errorf("the page's hashes in the config (%q, %q) do not take the passwords", cfg.Staff.PasswordHash, cfg.Staff.KitchenPasswordHash)
+	}
+}
+
+// walkWizardOneBoxFails: the third box's card will not take its files.
+// The store forms on the other two, and the done page names the missing
+// box, why, and what to do, in words (setup-done-missing-*.png).
+func walkWizardOneBoxFails(t *testing.T, bctx context.Context, dir, lang string, w int64) {
+	boxes := startSetupBoxes(t, 3, func(i int, l setup.Layout) []string {
+		if i == 2 { // where its TLS folder goes, a file: writing there fails
+			os.MkdirAll(l.EtcDir, 0o755)
+			os.WriteFile(l.TLSDir(), []byte("not a folder"), 0o644)
+		}
+		return nil
+	})
+	wt := openWizard(t, bctx, dir, lang, w, boxes[0], 3)
+	wt.do("next", chromedp.Click(chromedp.CSS("#box-next")))
+	wt.until("shop form", visible("#shop-name"), 10*time.Second)
+	wt.do("create", chromedp.SendKeys(chromedp.CSS("#shop-name"), wt.shopName()),
+		chromedp.SendKeys(chromedp.CSS("#manager-pw"), setupManagerPW),
+		chromedp.SendKeys(chromedp.CSS("#kitchen-pw"), setupKitchenPW),
+		chromedp.Click(chromedp.CSS("#shop-create")))
+	wt.until("done", visible("#step-done"), 2*time.Minute)
+	why := httpapi.Message("CARD_WRITE_FAILED", wt.english)
+	wt.until("the missing box named, with why", visible("#done-missing")+fmt.Sprintf(` && document.querySelector('#done-missing').textContent.includes(%q)`, why), 10*time.Second)
+	wt.shot("done-missing")
+	if boxes[2].layout.ModeOf() != setup.ModeSetup {
+		t.Errorf("the box that failed is %s, want given back to setup mode", boxes[2].layout.ModeOf())
 	}
 }

@@ -88,7 +88,11 @@ var messages = map[string][2]string{
 	"BAD_PASSWORD_HASH":   {"パスワードを処理できませんでした。このページを読み込み直して、もう一度お試しください。", "The password hash is not a bcrypt hash of cost 10 to 12: reload this page and try again."},
 	"BOX_NOT_FOUND":       {"その端末が見つかりません。電源とネットワークを確かめてください。", "That box was not found. Check its power and network."},
 	"SETUP_BUSY":          {"セットアップはすでに進行中です。", "A setup is already in progress."},
-	"TIMEOUT":             {"新しい端末が時間内に準備できませんでした。電源とネットワークを確かめて、もう一度お試しください。", "The new box did not get ready in time. Check its power and network, then try again."},
+	"CARD_WRITE_FAILED": {"この端末のメモリーカードに書き込めませんでした。カードを差し直すか、別の端末を使ってください。",
+		"This box could not write its memory card. Reseat the card, or use another box."},
+	"UNREACHABLE":          {"端末に届きませんでした。電源と LAN ケーブルを確かめてください。", "The box could not be reached. Check its power and network cable."},
+	"FINGERPRINT_MISMATCH": {"別の機器がこの端末のアドレスで応答しました。端末をもう一度探してください。", "Another device answered at this box's address. Look for the boxes again."},
+	"TIMEOUT":              {"新しい端末が時間内に準備できませんでした。電源とネットワークを確かめて、もう一度お試しください。", "The new box did not get ready in time. Check its power and network, then try again."},
 }
 
 // Codes are every reason code of the table, sorted: the enum ReasonCode

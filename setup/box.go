@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -355,6 +356,12 @@ func (b *Box) handleConfigure(c echo.Context) error {
 	}
 	path, err := b.opts.Layout.writeConfigured(cluster.Bundle{Config: req.Config, Files: req.Files})
 	if err != nil {
+		// A file the card would not take (full, read-only, failing) is
+		// the box's trouble, not the setup's.
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			b.log.Error("setup: the pushed config could not be written", "error", err)
+			return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "CARD_WRITE_FAILED", Detail: err.Error()})
+		}
 		b.log.Warn("setup: pushed config refused", "error", err)
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "INVALID_SETUP", Detail: err.Error()})
 	}

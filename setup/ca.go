@@ -33,7 +33,7 @@ func MemberRoutes(e *echo.Echo, tlsDir string, w *Wizard) {
 		if p.State == "idle" {
 			p.State = "member"
 		}
-		return c.JSON(http.StatusOK, p)
+		return c.JSON(http.StatusOK, p.Worded(httpapi.English(c)))
 	})
 	e.Any("/setup/api/*", notInSetup)
 	caRoutes(e, tlsDir)

@@ -88,6 +88,7 @@ type BoxProgress struct {
 	Step      string `json:"step"`
 	Error     string `json:"error,omitempty"` // a reason code
 	Detail    string `json:"detail,omitempty"`
+	Message   string `json:"message,omitempty"` // Error for the owner, in the page's language
 }
 
 // Done is what the done page shows.
@@ -112,7 +113,9 @@ type Progress struct {
 	State string        `json:"state"`
 	Boxes []BoxProgress `json:"boxes,omitempty"`
 	Error string        `json:"error,omitempty"`
-	Done  *Done         `json:"done,omitempty"`
+	// Message is Error for the owner, in the language the page asked for.
+	Message string `json:"message,omitempty"`
+	Done    *Done  `json:"done,omitempty"`
 }
 
 // Wizard forms a cluster from boxes found in setup mode.
@@ -138,7 +141,7 @@ func (w *Wizard) routes(e *echo.Echo) {
 	e.GET("/setup/api/boxes", w.handleBoxes)
 	e.POST("/setup/api/identify", w.handleIdentify)
 	e.POST("/setup/api/create", w.handleCreate)
-	e.GET("/setup/api/progress", func(c echo.Context) error { return c.JSON(http.StatusOK, w.Progress()) })
+	e.GET("/setup/api/progress", func(c echo.Context) error { return c.JSON(http.StatusOK, w.Progress().Worded(httpapi.English(c))) })
 }
 
 // Progress is a copy of the current progress.
@@ -147,6 +150,21 @@ func (w *Wizard) Progress() Progress {
 	defer w.mu.Unlock()
 	p := w.progress
 	p.Boxes = append([]BoxProgress(nil), p.Boxes...)
+	return p
+}
+
+// Worded fills each reason code's message for the owner (httpapi's
+// table), in English or Japanese.
+func (p Progress) Worded(english bool) Progress {
+	if p.Error != "" {
+		p.Message = httpapi.Message(p.Error, english)
+	}
+	p.Boxes = append([]BoxProgress(nil), p.Boxes...)
+	for i := range p.Boxes {
+		if p.Boxes[i].Error != "" {
+			p.Boxes[i].Message = httpapi.Message(p.Boxes[i].Error, english)
+		}
+	}
 	return p
 }
 
@@ -337,7 +355,7 @@ func (w *Wizard) handleCreate(c echo.Context) error {
 	}
 	w.mu.Unlock()
 	go w.form(req, picked)
-	return c.JSON(http.StatusAccepted, w.Progress())
+	return c.JSON(http.StatusAccepted, w.Progress().Worded(httpapi.English(c)))
 }
 
 func (w *Wizard) setStep(i int, step, errCode, detail string) {
@@ -442,7 +460,20 @@ func (w *Wizard) form(req CreateRequest, picked []entry) {
 			order = append(order, i)
 		}
 	}
+	// A box that fails its push (it lost power or its cable midway) does
+	// not stop the others while a majority of the store can still run:
+	// the store starts without it, and the console's "Replace" puts
+	// another box in its place. Without a majority nothing more is
+	// configured (with this box last, a three-box store then has none).
+	majority := len(picked)/2 + 1
+	configured := make([]bool, len(picked))
+	ok, lastCode := 0, ""
 	for _, i := range order {
+		if picked[i].Self && ok+1 < majority {
+			release()
+			w.fail(lastCode)
+			return
+		}
 		bundle, err := cl.Bundle(boxes[i], peers, false, true)
 		if err == nil {
 			err = configure(ctx, clients[i], tokens[i], bundle)
@@ -450,12 +481,20 @@ func (w *Wizard) form(req CreateRequest, picked []entry) {
 		if err != nil {
 			code, detail := reasonOf(err)
 			w.setStep(i, "", code, detail)
-			w.fail(code)
-			return
+			if picked[i].Self {
+				release()
+				w.fail(code)
+				return
+			}
+			lastCode = code
+			continue
 		}
 		tokens[i] = "" // configured: nothing to release
+		configured[i] = true
+		ok++
 	}
-	w.follow(ctx, req, peers)
+	release() // the boxes that failed go back to setup mode if they still answer
+	w.follow(ctx, req, peers, configured)
 }
 
 func (w *Wizard) makeCluster(req CreateRequest) (*cluster.Cluster, error) {
@@ -481,7 +520,8 @@ func guestURL(name string, port int) string {
 
 // follow watches each box come up: answering (started), in the cluster
 // with every other box (joined), ready to take orders (ready).
-func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []node.Peer) {
+// Boxes that were not configured keep the error of their push.
+func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []node.Peer, configured []bool) {
 	hc := &http.Client{Timeout: 3 * time.Second}
 	get := func(url string) (int, []byte) {
 		r, err := hc.Get(url)
@@ -496,6 +536,9 @@ func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []node.Pee
 	for {
 		allReady := true
 		for i, p := range peers {
+			if !configured[i] {
+				continue
+			}
 			base := "http://" + p.HTTPAddr
 			step := ""
 			if code, _ := get(base + "/healthz"); code == http.StatusOK {
@@ -532,10 +575,11 @@ func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []node.Pee
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, p := range peers {
-		d.Boxes = append(d.Boxes, DoneBox{NodeID: p.ID, Hostname: w.progress.Boxes[i].Hostname, StaffURL: "https://" + p.HTTPSAddr + "/staff/"})
+		if configured[i] {
+			d.Boxes = append(d.Boxes, DoneBox{NodeID: p.ID, Hostname: w.progress.Boxes[i].Hostname, StaffURL: "https://" + p.HTTPSAddr + "/staff/"})
+		}
 	}
 	w.progress.State, w.progress.Done = "done", d
-
 }
 
 // listsAll reports whether a status body (guest view) lists every peer.

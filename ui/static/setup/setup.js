@@ -233,12 +233,12 @@ function renderProgress() {
         h('span', {}, b.hostname || '—', ' ', h('span', { class: 'code' }, b.shortCode)),
         h('span', { class: 'word', text: T.t('setup.step.' + b.step) })),
       h('div', { class: 'bar', 'aria-hidden': 'true' }, STEPS.map((s, i) => h('span', { class: i <= at ? 'is-on' : '' }))),
-      b.error ? h('div', { class: 'err', text: b.detail || b.error }) : null));
+      b.error ? h('div', { class: 'err', text: b.message || b.error }) : null));
   }
   const failed = p.state === 'failed';
   const e = $('#progress-error');
   e.hidden = !failed;
-  e.textContent = failed ? T.t('setup.progress.failed') + (p.error ? ' (' + p.error + ')' : '') : '';
+  e.textContent = failed ? T.t('setup.progress.failed') + (p.message ? ' ' + p.message : '') : '';
   $('#progress-retry').hidden = !failed;
 }
 
@@ -251,6 +251,17 @@ function renderDone() {
   $('#ca-ios').href = '/ca.mobileconfig';
   $('#ca-android').href = '/ca.crt';
   $('#ca-qr').alt = T.t('setup.done.tablets');
+  // A box whose push failed: the shop formed without it (a majority did).
+  const m = $('#done-missing');
+  clear(m);
+  const missing = (state.progress.boxes || []).filter((b) => b.error);
+  m.hidden = missing.length === 0;
+  for (const b of missing) {
+    m.append(h('div', { class: 'card missing' },
+      h('h3', { text: T.t('setup.done.missingTitle', { box: ((b.hostname || '') + ' ' + b.shortCode).trim() }) }),
+      h('p', { text: T.t('setup.done.missingWhy', { why: b.message || b.error }) }),
+      h('p', { text: T.t('setup.done.missingNext', { node: b.nodeId || '' }) })));
+  }
   $('#staff-link').href = d.staffUrl;
   $('#kitchen-link').href = d.kitchenUrl;
   $('#guest-url').textContent = d.guestUrl;
@@ -295,7 +306,17 @@ $('#progress-retry').addEventListener('click', () => { window.location.reload();
 
 T.apply();
 T.bindToggle($('#lang-toggle'));
-T.onChange(() => { T.apply(); render(); });
+T.onChange(async () => {
+  T.apply();
+  render();
+  // The progress's messages come in the language asked for: ask again.
+  if (state.progress && (state.step === 'progress' || state.step === 'done')) {
+    try {
+      const r = await api('GET', '/setup/api/progress');
+      if (r.status === 200 && r.data) { state.progress = r.data; render(); }
+    } catch { /* the next poll words it */ }
+  }
+});
 
 // A page reopened midway picks up where the wizard is.
 (async () => {
