@@ -38,6 +38,11 @@ type memOutbox struct {
 	failMarks    int  // fail this many MarkSynced calls
 	applyThenErr bool // a failing MarkSynced still applies (reply lost)
 	failPending  int  // fail this many Pending calls
+	// holdAfterFail, when set, parks the first Pending call after a failed
+	// MarkSynced until it is closed: the test sees the failure in the
+	// status before the next pass can clear it.
+	holdAfterFail chan struct{}
+	markFailed    bool
 }
 
 func newMemOutbox() *memOutbox {
@@ -61,6 +66,16 @@ func (o *memOutbox) add(orderID int64, op string, doc map[string]any) uint64 {
 
 func (o *memOutbox) Pending(ctx context.Context, limit int) ([]Change, error) {
 	o.mu.Lock()
+	if o.markFailed && o.holdAfterFail != nil {
+		o.markFailed = false
+		o.mu.Unlock()
+		select {
+		case <-o.holdAfterFail:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		o.mu.Lock()
+	}
 	defer o.mu.Unlock()
 	o.pendingCalls++
 	if o.failPending > 0 {
@@ -86,6 +101,7 @@ func (o *memOutbox) MarkSynced(ctx context.Context, seqs []uint64) error {
 	fail := o.failMarks > 0
 	if fail {
 		o.failMarks--
+		o.markFailed = true
 		if !o.applyThenErr {
 			return errors.New("injected: no quorum")
 		}
