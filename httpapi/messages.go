@@ -90,6 +90,8 @@ var messages = map[string][2]string{
 	"SETUP_BUSY":          {"セットアップはすでに進行中です。", "A setup is already in progress."},
 	"CARD_WRITE_FAILED": {"この端末のメモリーカードに書き込めませんでした。カードを差し直すか、別の端末を使ってください。",
 		"This box could not write its memory card. Reseat the card, or use another box."},
+	"NO_CA_KEY": {"この端末には、端末を加えるための鍵（ca-key.pem）がありません（masterorder init で作ったお店）。tls/ca-key.pem のあるパソコンで init --add-node を使うか、その鍵をこの端末の /etc/masterorder/tls/ に置いてください。",
+		"This box holds no key to admit boxes (ca-key.pem): the shop was made with masterorder init. Add the box with init --add-node on the computer that holds tls/ca-key.pem, or copy that key to /etc/masterorder/tls/ on this box."},
 	"UNREACHABLE":          {"端末に届きませんでした。電源と LAN ケーブルを確かめてください。", "The box could not be reached. Check its power and network cable."},
 	"FINGERPRINT_MISMATCH": {"別の機器がこの端末のアドレスで応答しました。端末をもう一度探してください。", "Another device answered at this box's address. Look for the boxes again."},
 	"TIMEOUT":              {"新しい端末が時間内に準備できませんでした。電源とネットワークを確かめて、もう一度お試しください。", "The new box did not get ready in time. Check its power and network, then try again."},

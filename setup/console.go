@@ -12,6 +12,7 @@ import (
 
 	"masterorder/httpapi"
 	"masterorder/node"
+	"masterorder/node/pki"
 	"masterorder/orders"
 )
 
@@ -49,6 +50,16 @@ type JoinProgress struct {
 	Step      string `json:"step,omitempty"`
 	Error     string `json:"error,omitempty"` // a reason code
 	Detail    string `json:"detail,omitempty"`
+	Message   string `json:"message,omitempty"` // Error for the manager, in the page's language
+}
+
+// Worded fills the reason code's message (httpapi's table), in English
+// or Japanese.
+func (p JoinProgress) Worded(english bool) JoinProgress {
+	if p.Error != "" {
+		p.Message = httpapi.Message(p.Error, english)
+	}
+	return p
 }
 
 // Console is a member's side of the console's add and replace.
@@ -67,6 +78,9 @@ type Console struct {
 // config is cfg and whose TLS files (with the CA key the wizard gave
 // every member) are in tlsDir.
 func NewConsole(n *node.Node, cfg orders.FileConfig, tlsDir string, log *slog.Logger) *Console {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Console{n: n, cfg: cfg, tlsDir: tlsDir, log: log, found: map[string]Candidate{}, progress: JoinProgress{State: "idle"}}
 }
 
@@ -75,7 +89,7 @@ func NewConsole(n *node.Node, cfg orders.FileConfig, tlsDir string, log *slog.Lo
 func (k *Console) Routes(staff *echo.Group) {
 	staff.GET("/cluster/setup-boxes", k.handleList)
 	staff.POST("/cluster/setup-boxes/:id/join", k.handleJoin)
-	staff.GET("/cluster/join", func(c echo.Context) error { return c.JSON(http.StatusOK, k.Progress()) })
+	staff.GET("/cluster/join", func(c echo.Context) error { return c.JSON(http.StatusOK, k.Progress().Worded(httpapi.English(c))) })
 }
 
 // Progress is the current or last join.
@@ -113,6 +127,12 @@ func (k *Console) handleJoin(c echo.Context) error {
 		// Only a box this member listed, and so pinned, can be joined: a
 		// rogue announcement is never joined untapped.
 		return httpapi.Fail(c, http.StatusNotFound, "BOX_NOT_FOUND")
+	}
+	if _, err := pki.LoadCAFiles(k.tlsDir); err != nil {
+		// A store made by hand (masterorder init) keeps its CA key off the
+		// boxes unless the engineer copied it: say so, not "unreachable".
+		k.log.Warn("console: cannot add a box without the CA key", "error", err)
+		return httpapi.Fail(c, http.StatusConflict, "NO_CA_KEY")
 	}
 	if busy {
 		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")

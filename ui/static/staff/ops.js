@@ -366,7 +366,7 @@ export function createClusterPage({ api, T, onStatus }) {
         setupCode: input && input.value ? input.value.trim() : undefined,
       });
     } catch (e) {
-      join = { state: 'failed', shortCode: code, error: e.reasonCode, detail: e.message };
+      join = { state: 'failed', shortCode: code, error: e.reasonCode, message: e.message };
     }
     renderFound();
     followJoin();
@@ -374,7 +374,7 @@ export function createClusterPage({ api, T, onStatus }) {
 
   function joinWords(j) {
     const v = { code: j.shortCode || '', id: j.nodeId || '', old: j.replaces || '' };
-    if (j.state === 'failed') return T.t('health.join.failed', { message: j.detail || j.error || '' });
+    if (j.state === 'failed') return T.t('health.join.failed', { message: j.message || j.detail || j.error || '' });
     if (j.state === 'done') return T.t('health.join.ready', v);
     if (j.step) return T.t('health.join.' + j.step, v);
     return T.t('health.join.working', v);
