@@ -19,34 +19,35 @@ func ErrorHandler(log *slog.Logger, other func(echo.Context, error) error) echo.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	internal := func(c echo.Context, err error) error {
+		log.Error("request failed", "path", c.Path(), "error", err)
+		return Fail(c, http.StatusInternalServerError, "INTERNAL")
+	}
+	if other == nil {
+		other = internal
+	}
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
 		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			switch {
-			case he.Code == http.StatusNotFound:
-				Fail(c, he.Code, "NOT_FOUND")
-			case he.Code == http.StatusMethodNotAllowed:
-				Fail(c, he.Code, "METHOD_NOT_ALLOWED")
-			case he.Code == http.StatusRequestEntityTooLarge:
-				Fail(c, he.Code, "BODY_TOO_LARGE")
-			case he.Code == http.StatusUnauthorized:
-				Fail(c, he.Code, "UNAUTHORIZED")
-			case he.Code >= 500:
-				log.Error("request failed", "path", c.Path(), "error", err)
-				Fail(c, http.StatusInternalServerError, "INTERNAL")
-			default:
-				Fail(c, he.Code, "BAD_REQUEST")
-			}
-			return
-		}
-		if other != nil {
+		if !errors.As(err, &he) {
 			other(c, err)
 			return
 		}
-		log.Error("request failed", "path", c.Path(), "error", err)
-		Fail(c, http.StatusInternalServerError, "INTERNAL")
+		switch {
+		case he.Code == http.StatusNotFound:
+			Fail(c, he.Code, "NOT_FOUND")
+		case he.Code == http.StatusMethodNotAllowed:
+			Fail(c, he.Code, "METHOD_NOT_ALLOWED")
+		case he.Code == http.StatusRequestEntityTooLarge:
+			Fail(c, he.Code, "BODY_TOO_LARGE")
+		case he.Code == http.StatusUnauthorized:
+			Fail(c, he.Code, "UNAUTHORIZED")
+		case he.Code >= 500:
+			internal(c, err)
+		default:
+			Fail(c, he.Code, "BAD_REQUEST")
+		}
 	}
 }

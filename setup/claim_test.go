@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/crypto/bcrypt"
 
 	"masterorder/api/apitest"
+	"masterorder/orders/orderstest"
 	"masterorder/setup/cluster"
 )
 
@@ -291,7 +291,7 @@ func TestConfigureMakesAMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.StaffPasswordHash, cl.KitchenPasswordHash = testHash(t, "manager pw 1"), testHash(t, "kitchen pw 2")
+	cl.StaffPasswordHash, cl.KitchenPasswordHash = orderstest.PasswordHash(t, "manager pw 1"), orderstest.PasswordHash(t, "kitchen pw 2")
 	_, port, _ := strings.Cut(tb.Addr(), ":")
 	self := cluster.Box{ID: "a", Host: "127.0.0.1", HTTPPort: port, RaftPort: "17000", HTTPSPort: "1443"}
 	bundle, err := cl.Bundle(self, cl.Peers([]cluster.Box{self}), false, true)
@@ -364,12 +364,4 @@ func TestImpostorIDIsNotListed(t *testing.T) {
 	if len(got) != 1 || got[0].ID != other.Identity().ID {
 		t.Errorf("listed %+v, want only the box with a unique id", got)
 	}
-}
-
-func testHash(t *testing.T, pw string) string {
-	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(h)
 }

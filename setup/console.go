@@ -56,9 +56,7 @@ type JoinProgress struct {
 // Worded fills the reason code's message (httpapi's table), in English
 // or Japanese.
 func (p JoinProgress) Worded(english bool) JoinProgress {
-	if p.Error != "" {
-		p.Message = httpapi.Message(p.Error, english)
-	}
+	p.Message = words(p.Error, english)
 	return p
 }
 

@@ -156,16 +156,20 @@ func (w *Wizard) Progress() Progress {
 // Worded fills each reason code's message for the owner (httpapi's
 // table), in English or Japanese.
 func (p Progress) Worded(english bool) Progress {
-	if p.Error != "" {
-		p.Message = httpapi.Message(p.Error, english)
-	}
+	p.Message = words(p.Error, english)
 	p.Boxes = append([]BoxProgress(nil), p.Boxes...)
 	for i := range p.Boxes {
-		if p.Boxes[i].Error != "" {
-			p.Boxes[i].Message = httpapi.Message(p.Boxes[i].Error, english)
-		}
+		p.Boxes[i].Message = words(p.Boxes[i].Error, english)
 	}
 	return p
+}
+
+// words is a reason code's message for people ("" for no code).
+func words(code string, english bool) string {
+	if code == "" {
+		return ""
+	}
+	return httpapi.Message(code, english)
 }
 
 // Discover lists the boxes in setup mode this box can see: itself, what

@@ -205,17 +205,25 @@ async function create(ev) {
 
 // ---- step 3: progress
 
+// fetchProgress asks the box where the wizard is (its messages in the
+// page's language) and keeps it; null when the box gives no progress.
+async function fetchProgress() {
+  const r = await api('GET', '/setup/api/progress');
+  if (r.status !== 200 || !r.data) return null;
+  state.progress = r.data;
+  return r.data;
+}
+
 async function poll() {
   for (;;) {
     try {
       // The box showing this page becomes a store box midway: a moment
       // without an answer is expected.
-      const r = await api('GET', '/setup/api/progress');
-      if (r.status === 200 && r.data) {
-        state.progress = r.data;
+      const p = await fetchProgress();
+      if (p) {
         render();
-        if (r.data.state === 'done') { show('done'); return; }
-        if (r.data.state === 'failed') return;
+        if (p.state === 'done') { show('done'); return; }
+        if (p.state === 'failed') return;
       }
     } catch { /* keep asking */ }
     await new Promise((res) => setTimeout(res, 700));
@@ -312,8 +320,7 @@ T.onChange(async () => {
   // The progress's messages come in the language asked for: ask again.
   if (state.progress && (state.step === 'progress' || state.step === 'done')) {
     try {
-      const r = await api('GET', '/setup/api/progress');
-      if (r.status === 200 && r.data) { state.progress = r.data; render(); }
+      if (await fetchProgress()) render();
     } catch { /* the next poll words it */ }
   }
 });
@@ -321,12 +328,11 @@ T.onChange(async () => {
 // A page reopened midway picks up where the wizard is.
 (async () => {
   try {
-    const r = await api('GET', '/setup/api/progress');
-    if (r.status === 200 && r.data) {
-      state.progress = r.data;
-      if (r.data.state === 'working' || r.data.state === 'failed') { show('progress'); poll(); return; }
-      if (r.data.state === 'done') { show('done'); return; }
-      if (r.data.state === 'member') { memberBanner(); show('boxes'); return; }
+    const p = await fetchProgress();
+    if (p) {
+      if (p.state === 'working' || p.state === 'failed') { show('progress'); poll(); return; }
+      if (p.state === 'done') { show('done'); return; }
+      if (p.state === 'member') { memberBanner(); show('boxes'); return; }
     }
   } catch { /* setup mode: go on */ }
   show('boxes');
