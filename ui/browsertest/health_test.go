@@ -1,9 +1,12 @@
 package browsertest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"masterorder/httpapi"
 )
 
 // statusFixtureJS wraps the page's fetch so GET /api/cluster/status
@@ -156,4 +159,43 @@ func TestOwnerHealthView(t *testing.T) {
 		t.Fatalf("kitchen banner %q", got)
 	}
 	kt.screenshot("kitchen-health-banner-tablet-ja")
+}
+
+// A console join that failed shows its reason in words (the progress's
+// message, which a member words per Accept-Language: TestConsoleJoinProgressInWords),
+// not a code or the English detail. The in-process store mounts no
+// console join, so the page's fetch answers the failed progress a member
+// gives (fixture); the cluster tab is entered again to ask for it.
+func TestConsoleJoinFailureInWords(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	st := b.open("staff-join-failed", s.url(0)+"/staff/#cluster", phoneW, phoneH)
+	st.login()
+	st.waitFor("the Boxes page", `document.querySelector('#health-summary').dataset.working === '3'`, 15*time.Second)
+	ja, en := httpapi.Message("NO_CA_KEY", false), httpapi.Message("NO_CA_KEY", true)
+	st.eval(fmt.Sprintf(`(() => {
+		const real = window.fetch.bind(window);
+		window.fetch = async (url, init) => {
+			if (!String(url).includes('/api/staff/cluster/join')) return real(url, init);
+			const message = document.documentElement.lang === 'en' ? %q : %q;
+			return new Response(JSON.stringify({ state: 'failed', boxId: 'f00d', shortCode: 'F00D', hostname: 'masterorder-f00d',
+				error: 'NO_CA_KEY', detail: 'pki: read /etc/masterorder/tls/ca-key.pem: no such file or directory', message }),
+				{ status: 200, headers: { 'Content-Type': 'application/json' } });
+		};
+		return true;
+	})()`, en, ja))
+	st.eval(`(location.hash = '#tables', true)`)
+	st.eval(`(location.hash = '#cluster', true)`)
+	shown := func(msg string) string {
+		return fmt.Sprintf(`(() => { const p = document.querySelector('#join-progress');
+			return !!p && !p.hidden && p.dataset.state === 'failed' && p.textContent.includes(%q) && !p.textContent.includes('pki:'); })()`, msg)
+	}
+	st.waitFor("the failed join in words", shown(ja), 15*time.Second)
+	st.screenshot("staff-join-failed-phone-ja")
+	st.click("#lang-toggle")
+	st.viewport(tabletW, tabletH)
+	st.eval(`(location.hash = '#tables', true)`)
+	st.eval(`(location.hash = '#cluster', true)`)
+	st.waitFor("the failed join in English", shown(en), 15*time.Second)
+	st.screenshot("staff-join-failed-tablet-en")
 }
