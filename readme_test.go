@@ -1,10 +1,13 @@
 package main
 
 import (
+	"io"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"masterorder/cli"
 )
 
 // The README's two commands stay true: its test command is the one CI
@@ -31,7 +34,8 @@ func TestReadmeCommandsAreTheOnesCIRuns(t *testing.T) {
 	if !strings.Contains(string(readme), "go run . demo ") {
 		t.Error("the README no longer shows `go run . demo`")
 	}
-	if !strings.Contains(usage, "masterorder demo [--nodes 1|3]") {
-		t.Error("the usage no longer has `demo --nodes`, which the README names")
+	var help strings.Builder
+	if code := cli.Run([]string{"help"}, cli.Build{}, &help, io.Discard); code != 0 || !strings.Contains(help.String(), "masterorder demo [--nodes 1|3]") {
+		t.Errorf("help (exit %d) no longer has `demo --nodes`, which the README names", code)
 	}
 }

@@ -25,7 +25,7 @@ import (
 )
 
 // StartFunc turns this process into a member: it opens the store from
-// the config file setup just wrote (cli_run.go's startStore), mounting
+// the config file setup just wrote (cli/member.go's startMember), mounting
 // routes on the member's HTTP server before it starts serving, and
 // returns the function that stops it.
 type StartFunc func(ctx context.Context, configPath string, routes func(*echo.Echo)) (stop func(), err error)

@@ -80,7 +80,7 @@ func Join(ctx context.Context, req JoinRequest) (Joined, error) {
 			current = append(current, node.Peer{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, HTTPSAddr: m.HTTPSAddr})
 		}
 	}
-	box := cluster.Box{ID: NextNodeID(used), Host: host, HTTPPort: strconv.Itoa(info.Ports.HTTP), RaftPort: strconv.Itoa(info.Ports.Raft),
+	box := cluster.Box{ID: cluster.NextNodeID(used), Host: host, HTTPPort: strconv.Itoa(info.Ports.HTTP), RaftPort: strconv.Itoa(info.Ports.Raft),
 		HTTPSPort: strconv.Itoa(info.Ports.HTTPS)}
 	bundle, err := cluster.FromMember(req.Config, ca).AddBox(box, current, true)
 	if err == nil {
@@ -92,21 +92,6 @@ func Join(ctx context.Context, req JoinRequest) (Joined, error) {
 	}
 	self := bundle.Config.Peers[len(bundle.Config.Peers)-1]
 	return Joined{NodeID: box.ID, Peer: self}, nil
-}
-
-// NextNodeID is the first of a..z not in used (ids are never reused: a
-// removed box's certificate stays refused), then n27, n28, …
-func NextNodeID(used map[string]bool) string {
-	for r := 'a'; r <= 'z'; r++ {
-		if !used[string(r)] {
-			return string(r)
-		}
-	}
-	for i := 27; ; i++ {
-		if id := "n" + strconv.Itoa(i); !used[id] {
-			return id
-		}
-	}
 }
 
 // AddToCluster is the console's "add this box" / "replace X with this

@@ -353,9 +353,10 @@ func (w *Wizard) handleCreate(c echo.Context) error {
 	// The wizard's own box is a, the others follow as listed.
 	sort.SliceStable(picked, func(i, j int) bool { return picked[i].Self && !picked[j].Self })
 	w.progress = Progress{State: "working"}
+	ids := cluster.NodeIDs(len(picked))
 	for i, e := range picked {
 		w.progress.Boxes = append(w.progress.Boxes, BoxProgress{ID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname,
-			NodeID: string(rune('a' + i)), Step: StepFound})
+			NodeID: ids[i], Step: StepFound})
 	}
 	w.mu.Unlock()
 	go w.form(req, picked)
@@ -447,9 +448,10 @@ func (w *Wizard) form(req CreateRequest, picked []entry) {
 		return
 	}
 	boxes := make([]cluster.Box, len(picked))
+	ids := cluster.NodeIDs(len(picked))
 	for i, e := range picked {
 		host, _, _ := net.SplitHostPort(e.Addr)
-		boxes[i] = cluster.Box{ID: string(rune('a' + i)), Host: host, HTTPPort: strconv.Itoa(e.Info.Ports.HTTP),
+		boxes[i] = cluster.Box{ID: ids[i], Host: host, HTTPPort: strconv.Itoa(e.Info.Ports.HTTP),
 			RaftPort: strconv.Itoa(e.Info.Ports.Raft), HTTPSPort: strconv.Itoa(e.Info.Ports.HTTPS)}
 	}
 	peers := cl.Peers(boxes)

@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,11 +15,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/pelletier/go-toml/v2"
 
 	"masterorder/kv"
+	"masterorder/node/nodetest"
 	"masterorder/orders"
+	"masterorder/orders/orderstest"
 	"masterorder/raftfsm"
 )
 
@@ -108,5 +113,70 @@ func TestBackupCLIVerifiesTheFileRestores(t *testing.T) {
 				t.Fatalf("left behind: %v", entries)
 			}
 		})
+	}
+}
+
+func TestBackupRestoreCLI(t *testing.T) {
+	c, svcs := cliStore(t, 3)
+	li, _ := c.WaitLeader(10 * time.Second)
+	ctx := context.Background()
+	sessionID, _, err := svcs[li].SeedDemo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "store.mosnap")
+	url := "http://" + c.Configs[(li+1)%3].HTTPAddr
+	if code, _, _ := runCLI(t, "backup", "--url", url); code != 2 {
+		t.Errorf("backup without --out: exit %d", code)
+	}
+	code, out, errs := runCLI(t, "backup", "--url", url, "--out", file, "--password", cliPassword)
+	if code != 0 || !strings.Contains(out, "sha256") {
+		t.Fatalf("backup: %d %s %s", code, out, errs)
+	}
+
+	// A fresh single box from the file, with a config as init writes it.
+	cfg := orders.FileConfig{NodeConfig: nodetest.Configs(t, 1, dir)[0], Config: orderstest.Domain()}
+	cfg.Staff.PasswordHash = orderstest.PasswordHash(t, cliPassword) // as cliStore's nodes
+	cfg.Demo = false
+	raw, err := toml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "a.toml")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "restore", "--in", file, "--config", cfgPath)
+	if code != 0 || !strings.Contains(out, "restored") {
+		t.Fatalf("restore: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "restore", "--in", file, "--config", cfgPath); code != 1 || !strings.Contains(errs, "fresh data_dir") {
+		t.Fatalf("restore into a used data dir: %d %s", code, errs)
+	}
+	loaded, err := orders.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := startStore(context.Background(), loaded, nodetest.Logger(), orders.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for !n.Ready() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cl, err := staffClient(ctx, "http://"+loaded.HTTPAddr, cliPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var menu struct{ Items []json.RawMessage }
+	if err := cl.call(ctx, http.MethodGet, "/api/staff/menu", nil, &menu); err != nil || len(menu.Items) != 13 { // the demo menu (orders/demo.go)
+		t.Fatalf("restored menu: %v, %d items", err, len(menu.Items))
+	}
+	var sessions struct{ Sessions []struct{ SessionID string } }
+	if err := cl.call(ctx, http.MethodGet, "/api/staff/sessions?status=ACTIVE", nil, &sessions); err != nil || len(sessions.Sessions) != 1 || sessions.Sessions[0].SessionID != sessionID {
+		t.Fatalf("restored sessions: %v %+v", err, sessions)
 	}
 }

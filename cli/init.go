@@ -1,8 +1,8 @@
-package main
+package cli
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -31,17 +31,17 @@ func parseInitNodes(spec string) ([]initNode, error) {
 		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
 		fields := strings.Split(addr, ":")
 		if !ok || (len(fields) != 3 && len(fields) != 4) {
-			return nil, usageError{fmt.Sprintf("--nodes: %q is not ID=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT]", part)}
+			return nil, badUsage(fmt.Sprintf("--nodes: %q is not ID=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT]", part))
 		}
 		if len(fields) == 3 {
 			p, err := strconv.Atoi(fields[1])
 			if err != nil || p < 1 || p+httpsPortOffset > 65535 {
-				return nil, usageError{fmt.Sprintf("--nodes: %q: bad HTTP port", part)}
+				return nil, badUsage(fmt.Sprintf("--nodes: %q: bad HTTP port", part))
 			}
 			fields = append(fields, strconv.Itoa(p+httpsPortOffset))
 		}
 		if err := pki.ValidateNodeID(id); err != nil || seen[id] {
-			return nil, usageError{fmt.Sprintf("--nodes: bad or repeated node id %q", id)}
+			return nil, badUsage(fmt.Sprintf("--nodes: bad or repeated node id %q", id))
 		}
 		seen[id] = true
 		out = append(out, initNode{id: id, host: fields[0], httpPort: fields[1], raftPort: fields[2], httpsPort: fields[3]})
@@ -54,7 +54,7 @@ func parseInitNodes(spec string) ([]initNode, error) {
 func staffPassword(flagName, pw string) (hash, plain string, printed bool, err error) {
 	hash, plain, printed, err = cluster.Password(pw)
 	if err != nil {
-		return "", "", false, usageError{flagName + ": " + err.Error()}
+		return "", "", false, badFlag(flagName, err)
 	}
 	return hash, plain, printed, nil
 }
@@ -72,7 +72,7 @@ func (n initNode) box(plain bool) cluster.Box {
 // dir/ID.toml, pointed at dir (or, with systemd, at the box layout).
 func writeBox(dir string, b cluster.Bundle, systemd bool, header string) error {
 	tlsDir := filepath.Join(dir, "tls")
-	delete(b.Files, "ca.pem") // init writes the CA itself, key beside it
+	delete(b.Files, filepath.Base(pki.CAFile(tlsDir))) // init writes the CA itself, key beside it
 	if err := b.WriteTLS(tlsDir); err != nil {
 		return fmt.Errorf("write certificates for %s: %w", b.Config.NodeID, err)
 	}
@@ -91,9 +91,21 @@ func writeBox(dir string, b cluster.Bundle, systemd bool, header string) error {
 	return nil
 }
 
-func cmdInit(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// init: the configs, certificates and secrets of a store, or of one more
+// box (--add-node), or fresh HTTPS certificates (--renew-https).
+var initCommand = command{
+	name: "init",
+	usage: `masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT],... --out DIR
+      [--staff-password PW] [--kitchen-password PW] [--public-url URL]
+      [--plain-http] [--force] [--systemd]
+masterorder init --add-node ID=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT] --out DIR [--systemd] [--force]
+masterorder init --renew-https --out DIR   (fresh 800-day HTTPS certificates for every box)
+`,
+	run: initStore,
+}
+
+func initStore(_ context.Context, args []string, e env) error {
+	fs := e.flags("init")
 	shop := fs.String("shop-id", "", "shop id ([A-Za-z0-9_-])")
 	nodesSpec := fs.String("nodes", "", "a=HOST:HTTPPORT:RAFTPORT,b=…")
 	out := fs.String("out", "", "output directory")
@@ -105,23 +117,24 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	systemd := fs.Bool("systemd", false, "write configs for the box layout ("+boxEtc+", "+boxDataDir+") and a systemd unit per node")
 	addNode := fs.String("add-node", "", "ID=HOST:HTTPPORT:RAFTPORT: a config and certificate for a box joining the cluster in --out")
 	renew := fs.Bool("renew-https", false, "issue fresh HTTPS certificates for every box config in --out (they last 800 days)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parse(fs, args); err != nil {
+		return err
 	}
+	stdout := e.stdout
 	if *renew {
 		if *out == "" {
-			return usageError{"init --renew-https needs --out (the directory init wrote)"}
+			return badUsage("init --renew-https needs --out (the directory init wrote)")
 		}
 		return renewHTTPS(*out, stdout)
 	}
 	if *addNode != "" {
 		if *out == "" {
-			return usageError{"init --add-node needs --out (the directory init wrote)"}
+			return badUsage("init --add-node needs --out (the directory init wrote)")
 		}
 		return initAddNode(*addNode, *out, *systemd, *force, stdout)
 	}
 	if *shop == "" || *nodesSpec == "" || *out == "" {
-		return usageError{"init needs --shop-id, --nodes and --out"}
+		return badUsage("init needs --shop-id, --nodes and --out")
 	}
 	nodes, err := parseInitNodes(*nodesSpec)
 	if err != nil {
@@ -129,7 +142,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	}
 	dir, err := filepath.Abs(*out)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -137,13 +150,13 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	for _, n := range nodes {
 		p := filepath.Join(dir, n.id+".toml")
 		if _, err := os.Stat(p); err == nil && !*force {
-			return usageError{fmt.Sprintf("%s exists (use --force to overwrite)", p)}
+			return badUsage(fmt.Sprintf("%s exists (use --force to overwrite)", p))
 		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
 	if *password != "" && *password == *kitchenPassword {
-		return usageError{"--kitchen-password must differ from --staff-password (a kitchen login would be a manager login)"}
+		return badFlag("--kitchen-password", cluster.ErrSamePasswords)
 	}
 	hash, pw, printed, err := staffPassword("--staff-password", *password)
 	if err != nil {
@@ -155,7 +168,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	}
 	cl, err := cluster.New(*shop)
 	if err != nil {
-		return usageError{"--shop-id: " + err.Error()}
+		return badFlag("--shop-id", err)
 	}
 	cl.StaffPasswordHash, cl.KitchenPasswordHash, cl.PublicURL, cl.PlainHTTP = hash, kitchenHash, *publicURL, *plainHTTP
 	tlsDir := filepath.Join(dir, "tls")
@@ -213,19 +226,14 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 // https_addr host and public_url's host) under the cluster CA in DIR/tls.
 // Copy the new tls/ID-https*.pem to each box and restart it.
 func renewHTTPS(dir string, stdout io.Writer) error {
-	tlsDir := filepath.Join(dir, "tls")
-	ca, err := pki.LoadCAFiles(tlsDir)
-	if err != nil {
-		return usageError{"--renew-https needs the cluster CA that init wrote in " + tlsDir + ": " + err.Error()}
-	}
-	paths, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	tlsDir, ca, boxes, err := readInitDir(dir, "--renew-https")
 	if err != nil {
 		return err
 	}
 	renewed := 0
-	for _, p := range paths {
-		c, err := orders.LoadConfig(p)
-		if err != nil || c.HTTPSAddr == "" {
+	for _, b := range boxes {
+		c := b.cfg
+		if c.HTTPSAddr == "" {
 			continue
 		}
 		host, _, _ := net.SplitHostPort(c.HTTPSAddr)
@@ -240,93 +248,10 @@ func renewHTTPS(dir string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "  %s: %s\n", c.NodeID, pki.HTTPSCertFile(tlsDir, c.NodeID))
 	}
 	if renewed == 0 {
-		return usageError{"--renew-https: no box config with https_addr in " + dir}
+		return badUsage("--renew-https: no box config with https_addr in " + dir)
 	}
 	fmt.Fprintf(stdout, "renewed %d HTTPS certificates; copy them to the boxes and restart each\n", renewed)
 	return nil
-}
-
-// The layout `init --systemd` writes configs for.
-const (
-	// A binary copied by hand goes where the package manager never
-	// writes (docs/operations.md, step 3). A box with the Debian package
-	// has /usr/bin/masterorder and the package's own unit, which runs
-	// /etc/masterorder/masterorder.toml: it needs no unit from init.
-	boxBinary  = "/usr/local/bin/masterorder"
-	boxEtc     = "/etc/masterorder"
-	boxDataDir = "/var/lib/masterorder" // StateDirectory=masterorder
-	boxUser    = "masterorder"
-)
-
-// writeSystemdUnit writes DIR/masterorder-<id>.service. Its [Service]
-// section is the Debian package's unit (build/deb/masterorder.service)
-// but for what is per box: ExecStart names the box's config,
-// SyslogIdentifier the box, and there is no ReadWritePaths, because a
-// node run with --config never enters setup mode, so it neither writes
-// /etc/masterorder (only claiming a box does) nor blinks the LED (the
-// wizard's identify button); /etc stays read-only for it.
-// TestInitUnitMatchesPackagedUnit keeps the two in step.
-func writeSystemdUnit(dir, id string) error {
-	unit := fmt.Sprintf(`# MasterOrder store node %[1]s — written by masterorder init --systemd.
-# Install on box %[1]s (see docs/operations.md, "A three-Pi store, start to finish"):
-#   useradd --system --home-dir %[4]s --shell /usr/sbin/nologin %[5]s
-#   install -m 0755 masterorder %[2]s
-#   install -d -m 0750 -g %[5]s %[3]s %[3]s/tls
-#   install -m 0640 -g %[5]s %[1]s.toml %[3]s/%[1]s.toml
-#   install -m 0640 -g %[5]s tls/ca.pem tls/%[1]s.pem tls/%[1]s-key.pem tls/%[1]s-https*.pem %[3]s/tls/
-#   install -m 0644 masterorder-%[1]s.service /etc/systemd/system/
-#   systemctl daemon-reload && systemctl enable --now masterorder-%[1]s
-# Logs: journalctl -u masterorder-%[1]s (JSON lines).
-# A box with the Debian package installed needs no such unit: install
-# %[1]s.toml as %[3]s/masterorder.toml and systemctl restart masterorder.
-
-[Unit]
-Description=MasterOrder store node %[1]s
-Wants=network-online.target
-After=network-online.target
-# The box needs no internet and no correct clock: no time-sync dependency.
-StartLimitIntervalSec=0
-
-[Service]
-Type=simple
-User=%[5]s
-Group=%[5]s
-ExecStart=%[2]s run --config %[3]s/%[1]s.toml
-StateDirectory=masterorder
-StateDirectoryMode=0750
-WorkingDirectory=%[4]s
-# SIGTERM stops the node cleanly; it stays a member of the cluster.
-KillSignal=SIGTERM
-TimeoutStopSec=30s
-Restart=on-failure
-RestartSec=2s
-# Exit 2 is a bad config or command line: restarting will not fix it.
-RestartPreventExitStatus=2
-StandardOutput=journal
-StandardError=journal
-SyslogIdentifier=masterorder-%[1]s
-LimitNOFILE=65536
-NoNewPrivileges=yes
-ProtectSystem=strict
-ProtectHome=yes
-PrivateTmp=yes
-PrivateDevices=yes
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectControlGroups=yes
-# No ReadWritePaths: this node never writes %[3]s (only setup mode does).
-# AF_NETLINK: Go lists network interfaces through netlink (mdns_name is
-# answered on each of them).
-RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK
-# Ports below 1024 (80, 443) as a non-root user; the bounding set also
-# takes every other capability away.
-AmbientCapabilities=CAP_NET_BIND_SERVICE
-CapabilityBoundingSet=CAP_NET_BIND_SERVICE
-
-[Install]
-WantedBy=multi-user.target
-`, id, boxBinary, boxEtc, boxDataDir, boxUser)
-	return os.WriteFile(filepath.Join(dir, "masterorder-"+id+".service"), []byte(unit), 0o644)
 }
 
 // initAddNode writes a config (join = true) and a certificate for a box
@@ -337,44 +262,35 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 		return err
 	}
 	if len(nodes) != 1 {
-		return usageError{"--add-node takes one ID=HOST:HTTPPORT:RAFTPORT"}
+		return badUsage("--add-node takes one ID=HOST:HTTPPORT:RAFTPORT")
 	}
 	nn := nodes[0]
-	tlsDir := filepath.Join(dir, "tls")
-	ca, err := pki.LoadCAFiles(tlsDir)
-	if err != nil {
-		return usageError{"--add-node needs the cluster CA that init wrote in " + tlsDir + ": " + err.Error()}
-	}
-	existing, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	tlsDir, ca, boxes, err := readInitDir(dir, "--add-node")
 	if err != nil {
 		return err
 	}
+	out := filepath.Join(dir, nn.id+".toml")
 	var base orders.FileConfig
 	found := false
-	for _, p := range existing {
-		if filepath.Base(p) == nn.id+".toml" {
-			continue
-		}
-		if c, err := orders.LoadConfig(p); err == nil {
-			base, found = c, true
+	for _, b := range boxes {
+		if b.path != out {
+			base, found = b.cfg, true
 			break
 		}
 	}
 	if !found {
-		return usageError{"--add-node: no existing node config in " + dir}
+		return badUsage("--add-node: no existing node config in " + dir)
 	}
-	out := filepath.Join(dir, nn.id+".toml")
 	if _, err := os.Stat(out); err == nil && !force {
-		return usageError{fmt.Sprintf("%s exists (use --force to overwrite)", out)}
+		return badUsage(fmt.Sprintf("%s exists (use --force to overwrite)", out))
 	}
 	plain := base.HTTPSAddr == "" // the new box serves what the others do
 	self := nn.box(plain)
 	bundle, err := cluster.FromMember(base, ca).AddBox(self, base.Peers, false)
 	if err != nil {
-		return usageError{"--add-node: " + err.Error()}
+		return badFlag("--add-node", err)
 	}
 	peers := bundle.Config.Peers
-	delete(bundle.Files, "ca.pem")
 	if err := writeBox(dir, bundle, systemd, "# masterorder node "+nn.id+" — joins the existing cluster (written by `masterorder init --add-node`).\n"); err != nil {
 		return err
 	}
@@ -387,4 +303,30 @@ func initAddNode(spec, dir string, systemd, force bool, stdout io.Writer) error 
 	fmt.Fprintf(stdout, "start it, then add it from any member:\n  masterorder members add --url http://%s --id %s --raft-addr %s --http-addr %s\n",
 		peers[0].HTTPAddr, nn.id, bundle.Config.RaftAddr, bundle.Config.HTTPAddr)
 	return nil
+}
+
+// initBoxConfig is a box config in a directory init wrote.
+type initBoxConfig struct {
+	path string
+	cfg  orders.FileConfig
+}
+
+// readInitDir reads a directory init wrote, for flag: its cluster CA in
+// DIR/tls (with the key, to issue certificates) and the box configs in
+// it that load, by file name.
+func readInitDir(dir, flag string) (tlsDir string, ca *pki.CA, boxes []initBoxConfig, err error) {
+	tlsDir = filepath.Join(dir, "tls")
+	if ca, err = pki.LoadCAFiles(tlsDir); err != nil {
+		return "", nil, nil, badUsage(flag + " needs the cluster CA that init wrote in " + tlsDir + ": " + err.Error())
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	for _, p := range paths {
+		if c, err := orders.LoadConfig(p); err == nil {
+			boxes = append(boxes, initBoxConfig{p, c})
+		}
+	}
+	return tlsDir, ca, boxes, nil
 }

@@ -1,17 +1,22 @@
-package main
+package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
 
 	"masterorder/node"
 )
 
 // members: add, promote or remove a box of a running store.
+var membersCommand = command{
+	name:  "members",
+	usage: "masterorder members add|remove|promote --url URL --id ID [...]   (masterorder members -h)\n",
+	run:   members,
+}
 
+// membersUsage is `masterorder members -h` (and what a missing or unknown
+// subcommand prints): one flag set serves the three.
 const membersUsage = `usage:
   masterorder members add     --url URL --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--voter=false] [--password PW]
   masterorder members promote --url URL --id ID [--password PW]
@@ -19,14 +24,13 @@ const membersUsage = `usage:
 URL is any member's base URL; the password may come from $` + passwordEnv + `.
 `
 
-func cmdMembers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func members(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 || (args[0] != "add" && args[0] != "remove" && args[0] != "promote") {
-		fmt.Fprint(stderr, membersUsage)
-		return usageError{"members needs add, remove or promote"}
+		fmt.Fprint(e.stderr, membersUsage)
+		return badUsage("members needs add, remove or promote")
 	}
 	op := args[0]
-	fs := flag.NewFlagSet("members "+op, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := e.flags("members " + op)
 	url := fs.String("url", "", "any member's base URL, e.g. http://192.168.1.10:8080")
 	password := fs.String("password", "", "staff password (default $"+passwordEnv+")")
 	id := fs.String("id", "", "the member's node id")
@@ -34,14 +38,14 @@ func cmdMembers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	httpAddr := fs.String("http-addr", "", "add: the new box's http_addr")
 	voter := fs.Bool("voter", true, "add: as a voter (false: a non-voter, to promote once caught up)")
 	force := fs.Bool("force", false, "remove: skip the check that the voters left still answer")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{err.Error()}
+	if err := parse(fs, args[1:]); err != nil {
+		return err
 	}
 	if *url == "" || *id == "" {
-		return usageError{"members " + op + " needs --url and --id"}
+		return badUsage("members " + op + " needs --url and --id")
 	}
 	if op == "add" && (*raftAddr == "" || *httpAddr == "") {
-		return usageError{"members add needs --raft-addr and --http-addr"}
+		return badUsage("members add needs --raft-addr and --http-addr")
 	}
 	c, err := staffClient(ctx, *url, *password)
 	if err != nil {
@@ -66,9 +70,9 @@ func cmdMembers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("members %s %s: %w", op, *id, err)
 	}
-	fmt.Fprintf(stdout, "%-8s %-22s %-22s %s\n", "ID", "HTTP", "RAFT", "SUFFRAGE")
+	fmt.Fprintf(e.stdout, "%-8s %-22s %-22s %s\n", "ID", "HTTP", "RAFT", "SUFFRAGE")
 	for _, m := range out.Nodes {
-		fmt.Fprintf(stdout, "%-8s %-22s %-22s %s\n", m.ID, m.HTTPAddr, m.RaftAddr, m.Suffrage)
+		fmt.Fprintf(e.stdout, "%-8s %-22s %-22s %s\n", m.ID, m.HTTPAddr, m.RaftAddr, m.Suffrage)
 	}
 	return nil
 }

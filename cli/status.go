@@ -1,11 +1,9 @@
-package main
+package cli
 
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -13,22 +11,27 @@ import (
 )
 
 // status: one box's view of the cluster.
+var statusCommand = command{
+	name:  "status",
+	usage: "masterorder status --url URL\n",
+	run:   status,
+}
 
-func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func status(ctx context.Context, args []string, e env) error {
+	fs := e.flags("status")
 	url := fs.String("url", "", "any node's base URL, e.g. http://192.168.1.10:8080")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if *url == "" {
-		return usageError{"status needs --url"}
+		return badUsage("status needs --url")
 	}
+	stdout := e.stdout
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, *url+"/api/cluster/status", nil)
 	if err != nil {
-		return usageError{"--url: " + err.Error()}
+		return badFlag("--url", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,14 +1,15 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"masterorder/api/apitest"
+	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders/staffauth"
 	"masterorder/setup"
@@ -74,7 +76,7 @@ func (b *setupBox) start(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel, b.done = cancel, make(chan error, 1)
-	go func() { b.done <- cmdRun(ctx, b.extraFlags, io.Discard) }()
+	go func() { b.done <- run(ctx, b.extraFlags, testEnv(io.Discard, io.Discard)) }()
 	t.Cleanup(func() { b.stop(t) })
 }
 
@@ -89,52 +91,6 @@ func (b *setupBox) stop(t *testing.T) {
 		t.Error("box did not stop")
 	}
 	b.cancel = nil
-}
-
-func waitHTTP(t *testing.T, url string, want int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(url)
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never answered %d: %v", url, want, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func jsonCall(t *testing.T, c *http.Client, method, url string, hdr map[string]string, in, out any) int {
-	t.Helper()
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, url, body)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := apitest.Client(t, c).Do(req) // every exchange held to api/openapi.yaml
-	if err != nil {
-		t.Logf("%s %s: %v", method, url, err)
-		return 0
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if out != nil {
-		json.Unmarshal(raw, out)
-	}
-	if res.StatusCode >= 300 {
-		t.Logf("%s %s: %d %s", method, url, res.StatusCode, raw)
-	}
-	return res.StatusCode
 }
 
 // listBoxes asks the wizard of box b for the boxes it found.
@@ -365,27 +321,20 @@ func identityOf(t *testing.T, b *setupBox) setup.Identity {
 	return id
 }
 
-// TestResetCLI: `masterorder reset` erases nothing without --yes; with it
-// the box's config, certificates, data and setup identity go, and the
-// next `run` is setup mode.
-func TestResetCLI(t *testing.T) {
-	dir := t.TempDir()
-	l := setup.Layout{EtcDir: filepath.Join(dir, "etc"), StateDir: filepath.Join(dir, "state")}
-	os.MkdirAll(filepath.Join(l.EtcDir, "tls"), 0o755)
-	os.MkdirAll(filepath.Join(l.StateDir, "raft"), 0o755)
-	os.WriteFile(l.ConfigPath(), []byte("node_id = \"a\"\n"), 0o600)
-	if code, _, _ := runCLI(t, "reset", "--etc-dir", l.EtcDir, "--state-dir", l.StateDir); code != 2 || l.ModeOf() != setup.ModeMember {
-		t.Fatalf("reset without --yes: exit %d, mode %s", code, l.ModeOf())
+// TestSetupMemberStartsAsRunDoes: a box the wizard formed becomes a
+// member in the same process the way `run --config` starts one, with the
+// memory limit applied (it once ran without it until its next restart).
+func TestSetupMemberStartsAsRunDoes(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	boxes := startSetupBoxes(t, 1, nil)
+	found := listBoxes(t, boxes[0])
+	if p := runWizard(t, boxes[0], []string{found[0].ID}, ""); p.State != "done" {
+		t.Fatalf("wizard: %+v", p)
 	}
-	if code, out, errs := runCLI(t, "reset", "--yes", "--etc-dir", l.EtcDir, "--state-dir", l.StateDir); code != 0 {
-		t.Fatalf("reset --yes: %d %s %s", code, out, errs)
-	}
-	if l.ModeOf() != setup.ModeSetup {
-		t.Errorf("mode after reset: %s", l.ModeOf())
-	}
-	for _, p := range []string{filepath.Join(l.EtcDir, "tls"), filepath.Join(l.StateDir, "raft")} {
-		if _, err := os.Stat(p); err == nil {
-			t.Errorf("%s stays after a reset", p)
-		}
+	waitHTTP(t, "http://"+boxes[0].addr+"/readyz", 200)
+	if got := debug.SetMemoryLimit(-1); got != node.DefaultMemoryLimit {
+		t.Errorf("memory limit of the member formed by the wizard: %d, want %d (node.SetMemoryLimit)", got, node.DefaultMemoryLimit)
 	}
 }

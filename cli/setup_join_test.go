@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"masterorder/httpapi"
 	"masterorder/node"
@@ -47,22 +45,14 @@ func startJoinBox(t *testing.T, mod ...func(*setup.Options)) *joinBox {
 	jb := &joinBox{layout: setup.Layout{EtcDir: filepath.Join(dir, "etc"), StateDir: filepath.Join(dir, "state"), SysRoot: filepath.Join(dir, "sys")},
 		https: nodetest.FreePort(t)}
 	log := newLogger(node.LogConfig{Level: "error"}, io.Discard)
+	ctx, members := withSetupMembers(context.Background(), testEnv(io.Discard, io.Discard))
+	members.started = func(m *member) {
+		jb.mu.Lock()
+		jb.node = m.node
+		jb.mu.Unlock()
+	}
 	opts := setup.Options{Layout: jb.layout, Listen: "127.0.0.1:" + strconv.Itoa(nodetest.FreePort(t)), HTTPSPort: jb.https,
-		RaftPort: nodetest.FreePort(t), WindowFromStart: true, Version: "test", Logger: log,
-		Start: func(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
-			cfg, err := orders.LoadConfig(path)
-			if err != nil {
-				return nil, err
-			}
-			n, _, err := startStore(ctx, cfg, log, orders.Options{}, routes)
-			if err != nil {
-				return nil, err
-			}
-			jb.mu.Lock()
-			jb.node = n
-			jb.mu.Unlock()
-			return n.Stop, nil
-		}}
+		RaftPort: nodetest.FreePort(t), WindowFromStart: true, Version: "test", Logger: log, Start: members.start}
 	for _, m := range mod {
 		m(&opts)
 	}
@@ -74,9 +64,9 @@ func startJoinBox(t *testing.T, mod ...func(*setup.Options)) *joinBox {
 		t.Fatal(err)
 	}
 	jb.Box = b
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	jb.cancel, jb.done = cancel, make(chan error, 1)
-	go func() { jb.done <- b.Run(ctx) }()
+	go func() { jb.done <- members.outcome(ctx, b.Run(ctx)) }()
 	t.Cleanup(jb.stop)
 	return jb
 }
@@ -86,17 +76,6 @@ func (b *joinBox) stop() {
 		b.cancel()
 		<-b.done
 		b.cancel = nil
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

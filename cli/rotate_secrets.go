@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
-	"flag"
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -13,25 +12,30 @@ import (
 	"masterorder/orders/staffauth"
 )
 
-// cmdRotateSecrets gives every box config in DIR a new cluster secret and
+// rotate-secrets gives every box config in DIR a new cluster secret and
 // a new token secret: after the boxes restart with them, every staff and
 // kitchen token and every guest session credential issued before is
 // void, and a removed box's copy of the old secrets opens nothing.
 // All boxes must restart with the new configs together (the internal
 // channel needs the same secret on both ends).
-func cmdRotateSecrets(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("rotate-secrets", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+var rotateSecretsCommand = command{
+	name:  "rotate-secrets",
+	usage: "masterorder rotate-secrets --out DIR   (new cluster and token secrets; restart every box)\n",
+	run:   rotateSecrets,
+}
+
+func rotateSecrets(_ context.Context, args []string, e env) error {
+	fs := e.flags("rotate-secrets")
 	out := fs.String("out", "", "the directory init wrote (every *.toml in it is rewritten)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if *out == "" {
-		return usageError{"rotate-secrets needs --out (the directory init wrote)"}
+		return badUsage("rotate-secrets needs --out (the directory init wrote)")
 	}
 	paths, err := filepath.Glob(filepath.Join(*out, "*.toml"))
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	clusterSecret, tokenSecret := staffauth.NewSecret(), staffauth.NewSecret()
 	type box struct {
@@ -65,7 +69,7 @@ func cmdRotateSecrets(args []string, stdout, stderr io.Writer) error {
 		boxes = append(boxes, box{p, b})
 	}
 	if len(boxes) == 0 {
-		return usageError{"rotate-secrets: no box config in " + *out}
+		return badUsage("rotate-secrets: no box config in " + *out)
 	}
 	// Write all or nothing: a half-rotated store cannot forward writes.
 	for _, b := range boxes {
@@ -81,8 +85,8 @@ func cmdRotateSecrets(args []string, stdout, stderr io.Writer) error {
 		if err := os.Rename(b.path+".new", b.path); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "  %s\n", b.path)
+		fmt.Fprintf(e.stdout, "  %s\n", b.path)
 	}
-	fmt.Fprintf(stdout, "rotated the cluster and token secrets in %d configs: copy them to the boxes and restart all of them; every login must be made again\n", len(boxes))
+	fmt.Fprintf(e.stdout, "rotated the cluster and token secrets in %d configs: copy them to the boxes and restart all of them; every login must be made again\n", len(boxes))
 	return nil
 }

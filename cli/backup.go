@@ -1,11 +1,10 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,18 +17,22 @@ import (
 )
 
 // backup: a running store's files, verified before they are kept.
+var backupCommand = command{
+	name:  "backup",
+	usage: "masterorder backup --url URL --out FILE [--password PW]\n",
+	run:   backup,
+}
 
-func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func backup(ctx context.Context, args []string, e env) error {
+	fs := e.flags("backup")
 	url := fs.String("url", "", "any member's base URL")
 	out := fs.String("out", "", "backup file to write")
 	password := fs.String("password", "", "staff password (default $"+passwordEnv+")")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if *url == "" || *out == "" {
-		return usageError{"backup needs --url and --out"}
+		return badUsage("backup needs --url and --out")
 	}
 	c, err := staffClient(ctx, *url, *password)
 	if err != nil {
@@ -37,7 +40,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/staff/backup", nil)
 	if err != nil {
-		return usageError{"--url: " + err.Error()}
+		return badFlag("--url", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept-Language", "en")
@@ -78,7 +81,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	// Success means the file restores: both stores at the index the
 	// server claimed.
-	index, err := verifyBackupFile(tmp, stderr)
+	index, err := verifyBackupFile(tmp, e.stderr)
 	if err != nil {
 		return fmt.Errorf("backup of %s does not restore: %w", c.base, err)
 	}
@@ -88,8 +91,8 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.Rename(tmp, *out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backup of %s at index %d: %d bytes, sha256 %s, verified: it restores\n", c.base, index, n, digest)
-	fmt.Fprintf(stdout, "written to %s\n", *out)
+	fmt.Fprintf(e.stdout, "backup of %s at index %d: %d bytes, sha256 %s, verified: it restores\n", c.base, index, n, digest)
+	fmt.Fprintf(e.stdout, "written to %s\n", *out)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -48,7 +48,7 @@ func unitDirectives(t *testing.T, name string, raw []byte) map[string]map[string
 // per-box ones listed here, so a sandboxing, limit or restart change to
 // one of them that misses the other fails.
 func TestInitUnitMatchesPackagedUnit(t *testing.T) {
-	pkgPath := filepath.Join("build", "deb", "masterorder.service")
+	pkgPath := filepath.Join("..", "build", "deb", "masterorder.service")
 	pkgRaw, err := os.ReadFile(pkgPath)
 	if err != nil {
 		t.Fatal(err)

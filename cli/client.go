@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ func staffClient(ctx context.Context, base, password string) (*opsClient, error)
 		password = os.Getenv(passwordEnv)
 	}
 	if password == "" {
-		return nil, usageError{"needs --password or $" + passwordEnv}
+		return nil, badUsage("needs --password or $" + passwordEnv)
 	}
 	base = strings.TrimRight(base, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
@@ -69,7 +69,7 @@ func (c *opsClient) call(ctx context.Context, method, path string, body, out any
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, method, c.base+path, rd)
 	if err != nil {
-		return usageError{"--url: " + err.Error()}
+		return badFlag("--url", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept-Language", "en")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestStatusSaysTheCardInWords(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { json.NewEncoder(w).Encode(st) }))
 	defer srv.Close()
 	var out, errOut strings.Builder
-	if err := cmdStatus(context.Background(), []string{"--url", srv.URL}, &out, &errOut); err != nil {
+	if err := status(context.Background(), []string{"--url", srv.URL}, testEnv(&out, &errOut)); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()

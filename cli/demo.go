@@ -1,11 +1,10 @@
-package main
+package cli
 
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,30 +16,40 @@ import (
 	"masterorder/orders"
 	"masterorder/orders/staffauth"
 	"masterorder/setup"
+	"masterorder/setup/cluster"
 )
 
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// demo: a whole store on this machine, or (--setup) three unconfigured
+// boxes to walk the setup wizard with.
+var demoCommand = command{
+	name: "demo",
+	usage: `masterorder demo [--nodes 1|3] [--listen 127.0.0.1:8080] [--data-dir DIR] [--staff-password PW]
+masterorder demo --setup [--listen 127.0.0.1:8080] [--data-dir DIR]   (three unconfigured boxes: walk the setup wizard)
+`,
+	run: demo,
+}
+
+func demo(ctx context.Context, args []string, e env) error {
+	fs := e.flags("demo")
 	count := fs.Int("nodes", 3, "1 or 3 nodes")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address of node a; node i listens on port+i")
 	dataDir := fs.String("data-dir", "", "data directory (a temp dir if empty)")
 	password := fs.String("staff-password", "demo", "staff password")
 	setupMode := fs.Bool("setup", false, "start three unconfigured boxes (setup mode) and walk the setup wizard")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if *setupMode {
-		return demoSetup(ctx, *listen, *dataDir, stdout, stderr)
+		return demoSetup(ctx, *listen, *dataDir, e)
 	}
 	if *count != 1 && *count != 3 {
-		return usageError{"--nodes must be 1 or 3"}
+		return badUsage("--nodes must be 1 or 3")
 	}
-	host, portStr, err := net.SplitHostPort(*listen)
-	port, perr := strconv.Atoi(portStr)
-	if err != nil || perr != nil || port < 1 || port+*count+1000 > 65535 {
-		return usageError{"--listen must be HOST:PORT"}
+	host, port, err := demoListen(*listen, *count+1000)
+	if err != nil {
+		return err
 	}
+	stdout, stderr := e.stdout, e.stderr
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		// The demo serves staff over plain HTTP with a known password:
 		// fine on one laptop, not on a network anyone can join.
@@ -50,18 +59,16 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintln(stderr, ". Use --listen 127.0.0.1:8080, or `masterorder init` for a real store.")
 	}
-	dir := *dataDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "masterorder-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	dir, cleanup, err := demoDir(*dataDir, "masterorder-demo-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	hash, err := staffauth.HashPassword(*password)
 	if err != nil {
-		return usageError{"--staff-password: " + err.Error()}
+		return badFlag("--staff-password", err)
 	}
-	cfgs, err := demoConfigs(dir, host, port, *count)
+	cfgs, err := demoConfigs(dir, host, port, *count, hash)
 	if err != nil {
 		return err
 	}
@@ -74,7 +81,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}()
 	for _, cfg := range cfgs {
-		n, svc, err := startStore(ctx, cfg, log, orders.Options{StaffPasswordHash: hash})
+		n, svc, err := startStore(ctx, cfg, log, orders.Options{})
 		if err != nil {
 			return err
 		}
@@ -104,7 +111,34 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-func demoConfigs(dir, host string, port, count int) ([]orders.FileConfig, error) {
+// demoListen reads --listen as HOST:PORT, with room above PORT for the
+// ports the demo adds to it (up to PORT+span).
+func demoListen(listen string, span int) (host string, port int, err error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil || port < 1 || port+span > 65535 {
+		return "", 0, badUsage("--listen must be HOST:PORT")
+	}
+	return host, port, nil
+}
+
+// demoDir is --data-dir, or a temporary directory that cleanup removes.
+func demoDir(dir, tempPrefix string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", tempPrefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// demoConfigs makes the demo store's configs the way init and the setup
+// wizard make a store's (cluster.Bundle): node i of count serves HTTP on
+// port+i and Raft on port+1000+i, staff over plain HTTP with the
+// password hash given. A --data-dir used before keeps its CA and secrets.
+func demoConfigs(dir, host string, port, count int, staffHash string) ([]orders.FileConfig, error) {
 	tlsDir := filepath.Join(dir, "tls")
 	ca, err := pki.LoadCAFiles(tlsDir)
 	if err != nil {
@@ -112,51 +146,56 @@ func demoConfigs(dir, host string, port, count int) ([]orders.FileConfig, error)
 		if ca, err = pki.NewCA("MasterOrder demo", 0); err != nil {
 			return nil, err
 		}
-		if err := ca.WriteFiles(tlsDir); err != nil {
-			return nil, err
-		}
 	}
-	secretFile := filepath.Join(dir, "secrets.json")
-	var secrets struct{ Cluster, Token string }
-	if b, err := os.ReadFile(secretFile); err == nil {
-		json.Unmarshal(b, &secrets)
+	secrets, err := demoSecrets(filepath.Join(dir, "secrets.json"))
+	if err != nil {
+		return nil, err
 	}
-	if secrets.Cluster == "" {
-		secrets.Cluster, secrets.Token = staffauth.NewSecret(), staffauth.NewSecret()
-		b, _ := json.Marshal(secrets)
-		if err := os.WriteFile(secretFile, b, 0o600); err != nil {
-			return nil, err
-		}
+	// The demo runs on one machine over plain HTTP, staff included.
+	cl := &cluster.Cluster{CA: ca, ShopID: "demo", ClusterSecret: secrets.Cluster, TokenSecret: secrets.Token,
+		StaffPasswordHash: staffHash, PlainHTTP: true}
+	var boxes []cluster.Box
+	for i, id := range cluster.NodeIDs(count) {
+		boxes = append(boxes, cluster.Box{ID: id, Host: host, HTTPPort: strconv.Itoa(port + i), RaftPort: strconv.Itoa(port + 1000 + i)})
 	}
-	var peers []node.Peer
-	for i := 0; i < count; i++ {
-		id := string(rune('a' + i))
-		peers = append(peers, node.Peer{ID: id, HTTPAddr: net.JoinHostPort(host, strconv.Itoa(port+i)), RaftAddr: net.JoinHostPort(host, strconv.Itoa(port+1000+i))})
-	}
+	peers := cl.Peers(boxes)
 	var cfgs []orders.FileConfig
-	for _, p := range peers {
-		cert, key, err := ca.IssueNode(p.ID, []string{host}, 0)
+	for _, b := range boxes {
+		// The CA key goes beside its certificate, so that the next run
+		// on this --data-dir keeps the CA.
+		bundle, err := cl.Bundle(b, peers, false, true)
 		if err != nil {
 			return nil, err
 		}
-		if err := pki.WriteNodeFiles(tlsDir, p.ID, cert, key); err != nil {
+		if err := bundle.WriteTLS(tlsDir); err != nil {
 			return nil, err
 		}
-		c := orders.FileDefaults()
-		c.NodeID, c.ShopID, c.Demo = p.ID, "demo", true
-		// The demo runs on one machine over plain HTTP, staff included.
-		c.HTTP.AllowPlainStaff = true
-		c.DataDir = filepath.Join(dir, "data-"+p.ID)
-		c.HTTPAddr, c.RaftAddr = p.HTTPAddr, p.RaftAddr
-		c.Peers = peers
-		c.ClusterSecret, c.Staff.TokenSecret = secrets.Cluster, secrets.Token
-		c.TLS = node.TLSConfig{CAFile: pki.CAFile(tlsDir), CertFile: pki.NodeCertFile(tlsDir, p.ID), KeyFile: pki.NodeKeyFile(tlsDir, p.ID)}
-		if err := c.Validate(); err != nil {
+		bundle.Config.UseLayout(tlsDir, filepath.Join(dir, "data-"+b.ID))
+		raw, err := bundle.Config.Marshal("")
+		if err != nil {
+			return nil, err
+		}
+		c, err := orders.ParseConfig(raw)
+		if err != nil {
 			return nil, err
 		}
 		cfgs = append(cfgs, c)
 	}
 	return cfgs, nil
+}
+
+// demoSecrets are the demo's cluster and token secrets, kept in path so
+// that the next run on the same --data-dir has the same ones.
+func demoSecrets(path string) (secrets struct{ Cluster, Token string }, err error) {
+	if b, err := os.ReadFile(path); err == nil {
+		json.Unmarshal(b, &secrets)
+	}
+	if secrets.Cluster == "" {
+		secrets.Cluster, secrets.Token = staffauth.NewSecret(), staffauth.NewSecret()
+		b, _ := json.Marshal(secrets)
+		err = os.WriteFile(path, b, 0o600)
+	}
+	return secrets, err
 }
 
 func waitDemoLeader(ctx context.Context, nodes []*node.Node) int {
@@ -175,32 +214,32 @@ func waitDemoLeader(ctx context.Context, nodes []*node.Node) int {
 // demoSetup starts three boxes in setup mode on loopback, each with its
 // own box layout under dir, finding each other through the probe list
 // (multicast rarely reaches loopback), and prints the wizard's address.
-func demoSetup(ctx context.Context, listen, dir string, stdout, stderr io.Writer) error {
-	host, portStr, err := net.SplitHostPort(listen)
-	port, perr := strconv.Atoi(portStr)
-	if err != nil || perr != nil || port < 1 || port+1002 > 65535 || port+httpsPortOffset+2 > 65535 {
-		return usageError{"--listen must be HOST:PORT"}
+func demoSetup(ctx context.Context, listen, dir string, e env) error {
+	host, port, err := demoListen(listen, max(1002, httpsPortOffset+2))
+	if err != nil {
+		return err
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return usageError{"demo --setup listens on loopback only (--listen 127.0.0.1:PORT): a real store's boxes run `masterorder run`"}
+		return badUsage("demo --setup listens on loopback only (--listen 127.0.0.1:PORT): a real store's boxes run `masterorder run`")
 	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "masterorder-setup-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	dir, cleanup, err := demoDir(dir, "masterorder-setup-demo-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	var addrs []string
 	for i := 0; i < 3; i++ {
 		addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(port+i)))
 	}
-	log := newLogger(node.LogConfig{Level: "warn"}, stderr)
+	log := newLogger(node.LogConfig{Level: "warn"}, e.stderr)
+	ctx, members := withSetupMembers(ctx, e)
+	members.log = func(node.LogConfig) *slog.Logger { return log }
 	errs := make(chan error, 3)
 	for i, addr := range addrs {
-		boxDir := filepath.Join(dir, "box-"+string(rune('1'+i)))
+		boxDir := filepath.Join(dir, "box-"+strconv.Itoa(i+1))
 		layout := setup.Layout{EtcDir: filepath.Join(boxDir, "etc"), StateDir: filepath.Join(boxDir, "state"), BootDir: filepath.Join(boxDir, "boot"), SysRoot: filepath.Join(boxDir, "sys")}
 		b, err := setup.New(setup.Options{Layout: layout, Listen: addr, HTTPSPort: port + httpsPortOffset + i, RaftPort: port + 1000 + i,
-			WindowFromStart: true, Version: version, Probe: addrs, Logger: log, Start: setupStart(log)})
+			WindowFromStart: true, Version: e.build.Version, Probe: addrs, Logger: log, Start: members.start})
 		if err != nil {
 			return err
 		}
@@ -209,6 +248,7 @@ func demoSetup(ctx context.Context, listen, dir string, stdout, stderr io.Writer
 		}
 		go func() { errs <- b.Run(ctx) }()
 	}
+	stdout := e.stdout
 	fmt.Fprintf(stdout, "MasterOrder setup demo: three unconfigured boxes, layouts in %s\n", dir)
 	for _, a := range addrs {
 		fmt.Fprintf(stdout, "  box in setup mode  http://%s/setup/\n", a)
@@ -222,5 +262,5 @@ func demoSetup(ctx context.Context, listen, dir string, stdout, stderr io.Writer
 			first = err
 		}
 	}
-	return first
+	return members.outcome(ctx, first)
 }

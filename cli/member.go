@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"masterorder/node"
+	"masterorder/orders"
+	"masterorder/setup"
+)
+
+// The one way a box becomes a member of its store: `run --config`, `run`
+// on a configured box and a box the setup wizard has just configured
+// (in the same process) all start it with startMember and run it with
+// wait.
+
+// member is a box of a store running in this process: its node, with
+// the domain attached.
+type member struct {
+	node *node.Node
+	log  *slog.Logger
+}
+
+// errStopped: the context ended while the member was starting (SIGTERM
+// while it waited for a peer's snapshot), which is a clean stop.
+var errStopped = errors.New("stopped before start completed")
+
+// startMember starts the member of cfg, logging to log (made from cfg's
+// [log] settings): the process's memory limit, the node with the domain
+// and the console, and routes mounted before it serves.
+func startMember(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, version string, routes func(*echo.Echo)) (*member, error) {
+	memLimit := node.SetMemoryLimit()
+	n, _, err := startStore(ctx, cfg, log, orders.Options{}, routes)
+	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped before start completed", "error", err)
+			return nil, errStopped
+		}
+		return nil, err
+	}
+	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version, "memory_limit_mib", memLimit>>20)
+	return &member{node: n, log: log}, nil
+}
+
+// wait runs the member until ctx ends (nil) or the box cannot go on in
+// place (its error: a card gone read-only for good, for which the
+// command exits non-zero so that its unit, or a reboot, can act). The
+// node is stopped either way.
+func (m *member) wait(ctx context.Context) error {
+	defer m.node.Stop()
+	select {
+	case <-ctx.Done():
+		m.log.Info("shutting down")
+		return nil
+	case err := <-m.node.Fatal():
+		m.log.Error("exiting: the box cannot go on in place", "error", err)
+		return err
+	}
+}
+
+// runMember runs the member of the config file at path until ctx ends.
+// tlsDir ("" = the config's CA file's directory) is where /ca.crt is
+// served from.
+func runMember(ctx context.Context, path, tlsDir string, e env) error {
+	cfg, err := orders.LoadConfig(path)
+	if err != nil {
+		return err
+	}
+	if tlsDir == "" && cfg.TLS.CAFile != "" {
+		tlsDir = filepath.Dir(cfg.TLS.CAFile)
+	}
+	m, err := startMember(ctx, cfg, newLogger(cfg.Log, e.stdout), e.build.Version, func(ec *echo.Echo) { setup.MemberRoutes(ec, tlsDir, nil) })
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return m.wait(ctx)
+}
+
+// setupMembers starts the members that boxes in setup mode become once
+// configured (start is their setup.StartFunc). setup's Run, once its
+// box is a member, only waits for its context: a member that cannot go
+// on ends the context withSetupMembers made, with its error as the
+// cause, and outcome returns that error to the command.
+type setupMembers struct {
+	fail    context.CancelCauseFunc
+	version string
+	// log is a member's logger from its [log] settings.
+	log func(node.LogConfig) *slog.Logger
+	// started, if set, is told of each member once it serves (tests).
+	started func(*member)
+}
+
+// withSetupMembers is ctx for setup.Box.Run, and the members it starts.
+func withSetupMembers(ctx context.Context, e env) (context.Context, *setupMembers) {
+	ctx, fail := context.WithCancelCause(ctx)
+	return ctx, &setupMembers{fail: fail, version: e.build.Version,
+		log: func(c node.LogConfig) *slog.Logger { return newLogger(c, e.stdout) }}
+}
+
+// start is a setup.StartFunc: the member of the config setup wrote, run
+// until ctx ends; the function it returns waits for it to have stopped.
+func (s *setupMembers) start(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
+	cfg, err := orders.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := startMember(ctx, cfg, s.log(cfg.Log), s.version, routes)
+	if err != nil {
+		return nil, err
+	}
+	if s.started != nil {
+		s.started(m)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if err := m.wait(ctx); err != nil {
+			s.fail(err)
+		}
+	}()
+	return func() { <-stopped }, nil
+}
+
+// outcome is what the command returns once setup's Run has returned
+// err: that error, else a member's, else nil (SIGTERM).
+func (s *setupMembers) outcome(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	s.fail(nil) // releases the context
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	return err
+}
+
+// announceMember announces a member of the box layout by mDNS (state
+// member), so the console and the wizard of a new box see it.
+func announceMember(box setup.Layout, version string, log *slog.Logger) *setup.Announcer {
+	id, err := setup.LoadIdentity(box.SetupDir())
+	if err != nil {
+		log.Warn("mDNS: no setup identity", "error", err)
+		return nil
+	}
+	cfg, err := orders.LoadConfig(box.ConfigPath())
+	if err != nil {
+		return nil
+	}
+	port := 80
+	if _, p, err := net.SplitHostPort(cfg.HTTPAddr); err == nil {
+		port, _ = strconv.Atoi(p)
+	}
+	ann, err := setup.Announce(setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port})
+	if err != nil {
+		log.Warn("mDNS: not announced yet (announced when the box has an address)", "error", err)
+	}
+	return ann
+}
+
+// startStore opens one node with the domain attached (both from one
+// config file), mounts any extra routes, and starts it; ctx ends a start
+// that waits for a peer's snapshot (no usable local one).
+func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, svcOpts orders.Options, routes ...func(*echo.Echo)) (*node.Node, *orders.Service, error) {
+	opts := orders.NodeOptions()
+	opts.Logger = log
+	n, err := node.New(cfg.NodeConfig, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.TLS.CAFile != "" {
+		// Add and replace boxes from the console (the CA key the
+		// wizard gave every member is beside the CA certificate).
+		n.AddStaffRoutes(setup.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
+	}
+	svc, err := orders.Attach(n, cfg.Config, svcOpts)
+	if err != nil {
+		n.Stop()
+		return nil, nil, err
+	}
+	for _, r := range routes {
+		r(n.Echo())
+	}
+	if err := n.StartContext(ctx); err != nil {
+		return nil, nil, err
+	}
+	return n, svc, nil
+}
