@@ -86,7 +86,7 @@ var docParam = regexp.MustCompile(`\{[^}]+\}`)
 func TestEveryRouteDocumented(t *testing.T) {
 	c := apitest.MustLoad(t)
 	st := orderstest.Start(t, 1, nil, nil, orders.Options{StaffPasswordHash: orderstest.PasswordHash(t, "pw-for-tests")})
-	// What `masterorder run` adds to a member (cli_run.go).
+	// What `masterorder run` adds to a member (cli/member.go).
 	member := st.Nodes[0].Echo()
 	setup.MemberRoutes(member, t.TempDir(), nil)
 	setup.NewConsole(st.Nodes[0], orders.FileConfig{}, t.TempDir(), nil).Routes(member.Group("/api/staff"))

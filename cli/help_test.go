@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,4 +71,35 @@ func commandLines(usage, cmd string) string {
 		}
 	}
 	return b.String()
+}
+
+// The README's and docs/api.md's command lists name every command
+// (reset was once missing from both).
+func TestDocsListEveryCommand(t *testing.T) {
+	for _, doc := range []struct{ path, section string }{
+		{"../README.md", "## The command line"},
+		{"../docs/api.md", "## Command line"},
+	} {
+		raw, err := os.ReadFile(doc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, list, ok := strings.Cut(string(raw), "\n"+doc.section+"\n")
+		if !ok {
+			t.Fatalf("%s has no %q section", doc.path, doc.section)
+		}
+		if end := strings.Index(list, "\n## "); end >= 0 {
+			list = list[:end]
+		}
+		names := []string{"version", "help"}
+		for _, c := range commands {
+			names = append(names, c.name)
+		}
+		for _, name := range names {
+			// "masterorder backup / restore", "masterorder version | help"
+			if !regexp.MustCompile(`masterorder (?:[a-z-]+ [/|] )*` + regexp.QuoteMeta(name) + `\b`).MatchString(list) {
+				t.Errorf("%s's %q does not list `masterorder %s`", doc.path, doc.section, name)
+			}
+		}
+	}
 }

@@ -95,7 +95,7 @@ func checkPageAPICalls(t *testing.T, ctx context.Context) {
 			if cl.res.Status == http.StatusNotFound && strings.HasPrefix(req.URL.Path, "/api/staff/cluster/") &&
 				(strings.HasPrefix(req.URL.Path, "/api/staff/cluster/setup-boxes") || req.URL.Path == "/api/staff/cluster/join") {
 				// The console's add and replace are mounted by `masterorder
-				// run` (cli_run.go), not by the in-process stores these tests
+				// run` (cli/member.go), not by the in-process stores these tests
 				// start: their 404 is the harness's, not a box's.
 				continue
 			}
