@@ -163,10 +163,7 @@ func TestBackupRestoreCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for !n.Ready() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the restored box ready", n.Ready)
 	cl, err := staffClient(ctx, "http://"+loaded.HTTPAddr, cliPassword)
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func TestDemoServesAStore(t *testing.T) {
 		if guest == nil {
 			t.Fatalf("run %d: no guest URL in %q", run, out.String())
 		}
-		waitHTTP(t, guest[1], 200)
+		waitHTTP(t, nil, guest[1], 200)
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("run %d: demo ended with %v", run, err)

@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +35,17 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// mustRun runs a command line that must succeed; it returns what the
+// command wrote to stdout.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("masterorder %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
 // cliStore starts n nodes with the domain and a known staff password.
 func cliStore(t *testing.T, n int) (*nodetest.Cluster, []*orders.Service) {
 	t.Helper()
@@ -41,22 +54,21 @@ func cliStore(t *testing.T, n int) (*nodetest.Cluster, []*orders.Service) {
 	return st.Cluster, st.Svcs
 }
 
-func waitHTTP(t *testing.T, url string, want int) {
+// waitHTTP waits until a GET of url through c (nil: the default client)
+// answers status want.
+func waitHTTP(t *testing.T, c *http.Client, url string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(url)
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never answered %d: %v", url, want, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if c == nil {
+		c = http.DefaultClient
 	}
+	waitFor(t, fmt.Sprintf("%s to answer %d", url, want), func() bool {
+		res, err := c.Get(url)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == want
+	})
 }
 
 func jsonCall(t *testing.T, c *http.Client, method, url string, hdr map[string]string, in, out any) int {
@@ -87,6 +99,7 @@ func jsonCall(t *testing.T, c *http.Client, method, url string, hdr map[string]s
 	return res.StatusCode
 }
 
+// waitFor waits until cond holds; a minute without is a failure.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)

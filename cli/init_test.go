@@ -23,9 +23,7 @@ func initOne(t *testing.T, extra ...string) (string, map[string]any) {
 	dir := t.TempDir()
 	args := append([]string{"init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir,
 		"--staff-password", "correct horse battery", "--kitchen-password", "kitchen tablet 42"}, extra...)
-	if code, out, errs := runCLI(t, args...); code != 0 {
-		t.Fatalf("init: %d %s %s", code, out, errs)
-	}
+	mustRun(t, args...)
 	path := filepath.Join(dir, "a.toml")
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -55,11 +53,8 @@ func writeTOML(t *testing.T, path string, m map[string]any) {
 // passwords a guest could guess.
 func TestInitHTTPSAndPasswords(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=192.168.1.10:8080:9080,b=192.168.1.11:8080:9080",
+	out := mustRun(t, "init", "--shop-id", "s", "--nodes", "a=192.168.1.10:8080:9080,b=192.168.1.11:8080:9080",
 		"--out", dir, "--public-url", "http://order.local:8080")
-	if code != 0 {
-		t.Fatalf("init: %d %s %s", code, out, errs)
-	}
 	if !strings.Contains(out, "kitchen password: ") || !strings.Contains(out, "staff password: ") || !strings.Contains(out, "ca.crt") {
 		t.Errorf("init output: %s", out)
 	}
@@ -103,9 +98,7 @@ func TestInitHTTPSAndPasswords(t *testing.T) {
 
 	// --plain-http: no HTTPS listener, staff over plain HTTP (labs).
 	dir2 := t.TempDir()
-	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir2, "--plain-http"); code != 0 {
-		t.Fatalf("init --plain-http: %d %s %s", code, out, errs)
-	}
+	mustRun(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir2, "--plain-http")
 	if c, err := orders.LoadConfig(filepath.Join(dir2, "a.toml")); err != nil || c.HTTPSAddr != "" || !c.HTTP.AllowPlainStaff {
 		t.Errorf("--plain-http config: %+v %v", c.HTTP, err)
 	}
@@ -131,9 +124,7 @@ func TestInitHTTPSAndPasswords(t *testing.T) {
 // The HTTPS certificates are renewed in place: new serials, same names.
 func TestInitRenewHTTPS(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir); code != 0 {
-		t.Fatalf("init: %d %s %s", code, out, errs)
-	}
+	mustRun(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080", "--out", dir)
 	certFile := filepath.Join(dir, "tls", "a-https.pem")
 	before, _ := os.ReadFile(certFile)
 	if code, out, errs := runCLI(t, "init", "--renew-https", "--out", dir); code != 0 || !strings.Contains(out, "renewed 1") {
@@ -165,10 +156,7 @@ func TestInitSamePasswordsIsTheClusterRule(t *testing.T) {
 
 func TestInitSystemdAndAddNode(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := runCLI(t, "init", "--shop-id", "ramen", "--nodes", "a=192.168.1.10:80:9080,b=192.168.1.11:8080:9080", "--out", dir, "--systemd", "--staff-password", "a-long-password")
-	if code != 0 {
-		t.Fatalf("init --systemd: %d %s %s", code, out, errs)
-	}
+	mustRun(t, "init", "--shop-id", "ramen", "--nodes", "a=192.168.1.10:80:9080,b=192.168.1.11:8080:9080", "--out", dir, "--systemd", "--staff-password", "a-long-password")
 	for _, id := range []string{"a", "b"} {
 		cfg, err := orders.LoadConfig(filepath.Join(dir, id+".toml"))
 		if err != nil {
@@ -189,10 +177,7 @@ func TestInitSystemdAndAddNode(t *testing.T) {
 		}
 	}
 
-	code, out, errs = runCLI(t, "init", "--add-node", "d=192.168.1.13:8080:9080", "--out", dir, "--systemd")
-	if code != 0 {
-		t.Fatalf("init --add-node: %d %s %s", code, out, errs)
-	}
+	out := mustRun(t, "init", "--add-node", "d=192.168.1.13:8080:9080", "--out", dir, "--systemd")
 	d, err := orders.LoadConfig(filepath.Join(dir, "d.toml"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,9 +13,7 @@ import (
 // old secret no longer verifies, and the configs still run.
 func TestRotateSecrets(t *testing.T) {
 	dir := t.TempDir()
-	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080,b=127.0.0.1:18081:19081", "--out", dir); code != 0 {
-		t.Fatalf("init: %d %s %s", code, out, errs)
-	}
+	mustRun(t, "init", "--shop-id", "s", "--nodes", "a=127.0.0.1:18080:19080,b=127.0.0.1:18081:19081", "--out", dir)
 	before, _ := orders.LoadConfig(filepath.Join(dir, "a.toml"))
 	oldSecret, _ := staffauth.DecodeSecret(before.Staff.TokenSecret)
 	tok, _, _ := (&staffauth.Issuer{Secret: oldSecret}).Issue()

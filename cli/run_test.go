@@ -44,10 +44,7 @@ func TestInitStoreServesStaffOverHTTPS(t *testing.T) {
 	dir := t.TempDir()
 	hp, rp, sp := nodetest.FreePort(t), nodetest.FreePort(t), nodetest.FreePort(t)
 	spec := fmt.Sprintf("a=127.0.0.1:%d:%d:%d", hp, rp, sp)
-	if code, out, errs := runCLI(t, "init", "--shop-id", "s", "--nodes", spec, "--out", dir,
-		"--staff-password", "correct horse battery", "--kitchen-password", "kitchen tablet 42"); code != 0 {
-		t.Fatalf("init: %d %s %s", code, out, errs)
-	}
+	mustRun(t, "init", "--shop-id", "s", "--nodes", spec, "--out", dir, "--staff-password", "correct horse battery", "--kitchen-password", "kitchen tablet 42")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -69,20 +66,7 @@ func TestInitStoreServesStaffOverHTTPS(t *testing.T) {
 	roots.AppendCertsFromPEM(caPEM)
 	tablet := apitest.Client(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}})
 	httpsBase := fmt.Sprintf("https://127.0.0.1:%d", sp)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		res, err := tablet.Get(httpsBase + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("HTTPS never ready: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitHTTP(t, tablet, httpsBase+"/readyz", 200)
 	res, err := tablet.Post(httpsBase+"/api/staff/login", "application/json", strings.NewReader(`{"password":"kitchen tablet 42"}`))
 	if err != nil {
 		t.Fatal(err)

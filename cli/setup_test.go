@@ -67,7 +67,7 @@ func startSetupBoxes(t *testing.T, n int, flags func(i int, l setup.Layout) []st
 		b.start(t)
 	}
 	for _, b := range boxes {
-		waitHTTP(t, "http://"+b.addr+"/setup/", 200)
+		waitHTTP(t, nil, "http://"+b.addr+"/setup/", 200)
 	}
 	return boxes
 }
@@ -101,6 +101,26 @@ func listBoxes(t *testing.T, b *setupBox) []setup.BoxView {
 		t.Fatalf("boxes: %d", code)
 	}
 	return r.Boxes
+}
+
+// boxConfig is the config setup wrote in the box layout l.
+func boxConfig(t *testing.T, l setup.Layout) cluster.Config {
+	t.Helper()
+	raw, err := os.ReadFile(l.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.ParseConfig(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", l.ConfigPath(), err)
+	}
+	return cfg
+}
+
+// takesSetupPasswords: cfg's hashes are those of the passwords the tests
+// give the wizard.
+func takesSetupPasswords(cfg cluster.Config) bool {
+	return staffauth.CheckPassword(cfg.Staff.PasswordHash, setupManagerPW) && staffauth.CheckPassword(cfg.Staff.KitchenPasswordHash, setupKitchenPW)
 }
 
 // hashFor is what the wizard's page sends for a password: its bcrypt
@@ -217,15 +237,8 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 	// and no file on any box holds a password.
 	var managerHashes []string
 	for i, b := range boxes {
-		raw, err := os.ReadFile(b.layout.ConfigPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := cluster.ParseConfig(raw)
-		if err != nil {
-			t.Fatalf("box %d config: %v", i, err)
-		}
-		if !staffauth.CheckPassword(cfg.Staff.PasswordHash, setupManagerPW) || !staffauth.CheckPassword(cfg.Staff.KitchenPasswordHash, setupKitchenPW) {
+		cfg := boxConfig(t, b.layout)
+		if !takesSetupPasswords(cfg) {
 			t.Errorf("box %d: the config's hashes do not take the wizard's passwords", i)
 		}
 		managerHashes = append(managerHashes, cfg.Staff.PasswordHash)
@@ -298,7 +311,7 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 	// Restarted, a member comes back a member, never in setup mode.
 	boxes[2].stop(t)
 	boxes[2].start(t)
-	waitHTTP(t, "http://"+boxes[2].addr+"/readyz", 200)
+	waitHTTP(t, nil, "http://"+boxes[2].addr+"/readyz", 200)
 	if code := jsonCall(t, http.DefaultClient, "GET", "http://"+boxes[2].addr+"/setup/api/boxes", nil, nil, &refusal); code != 409 {
 		t.Errorf("restarted member's wizard: %d", code)
 	}
@@ -333,7 +346,7 @@ func TestSetupMemberStartsAsRunDoes(t *testing.T) {
 	if p := runWizard(t, boxes[0], []string{found[0].ID}, ""); p.State != "done" {
 		t.Fatalf("wizard: %+v", p)
 	}
-	waitHTTP(t, "http://"+boxes[0].addr+"/readyz", 200)
+	waitHTTP(t, nil, "http://"+boxes[0].addr+"/readyz", 200)
 	if got := debug.SetMemoryLimit(-1); got != node.DefaultMemoryLimit {
 		t.Errorf("memory limit of the member formed by the wizard: %d, want %d (node.SetMemoryLimit)", got, node.DefaultMemoryLimit)
 	}

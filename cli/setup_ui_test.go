@@ -15,9 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"masterorder/httpapi"
-	"masterorder/orders/staffauth"
 	"masterorder/setup"
-	"masterorder/setup/cluster"
 )
 
 // TestSetupWizardScreenshots walks the wizard in Chromium, as an owner
@@ -256,15 +254,7 @@ func walkWizard(t *testing.T, bctx context.Context, dir, lang string, w int64) {
 	if !created {
 		t.Errorf("no create request with a cost-10 hash among %q", bodies)
 	}
-	raw, err := os.ReadFile(boxes[0].layout.ConfigPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := cluster.ParseConfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !staffauth.CheckPassword(cfg.Staff.PasswordHash, setupManagerPW) || !staffauth.CheckPassword(cfg.Staff.KitchenPasswordHash, setupKitchenPW) {
+	if cfg := boxConfig(t, boxes[0].layout); !takesSetupPasswords(cfg) {
 		t.Errorf("the page's hashes in the config (%q, %q) do not take the passwords", cfg.Staff.PasswordHash, cfg.Staff.KitchenPasswordHash)
 	}
 }
