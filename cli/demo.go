@@ -233,6 +233,7 @@ func demoSetup(ctx context.Context, listen, dir string, e env) error {
 	}
 	log := newLogger(node.LogConfig{Level: "warn"}, e.stderr)
 	ctx, members := withSetupMembers(ctx, e)
+	defer members.stop()
 	members.log = func(node.LogConfig) *slog.Logger { return log }
 	errs := make(chan error, 3)
 	for i, addr := range addrs {

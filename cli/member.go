@@ -89,7 +89,8 @@ func runMember(ctx context.Context, path, tlsDir string, e env) error {
 // configured (start is their setup.StartFunc). setup's Run, once its
 // box is a member, only waits for its context: a member that cannot go
 // on ends the context withSetupMembers made, with its error as the
-// cause, and outcome returns that error to the command.
+// cause, and outcome returns that error to the command. The command
+// defers stop.
 type setupMembers struct {
 	fail    context.CancelCauseFunc
 	version string
@@ -136,12 +137,15 @@ func (s *setupMembers) outcome(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
-	s.fail(nil) // releases the context
 	if errors.Is(err, errStopped) {
 		return nil
 	}
 	return err
 }
+
+// stop ends the context withSetupMembers made: the boxes run under it
+// and their members stop.
+func (s *setupMembers) stop() { s.fail(nil) }
 
 // announceMember announces a member of the box layout by mDNS (state
 // member), so the console and the wizard of a new box see it.

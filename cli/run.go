@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string, e env) error {
 		}
 	}
 	ctx, members := withSetupMembers(ctx, e)
+	defer members.stop()
 	onMember := func(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
 		if setupName != nil {
 			setupName.Close()

@@ -46,6 +46,7 @@ func startJoinBox(t *testing.T, mod ...func(*setup.Options)) *joinBox {
 		https: nodetest.FreePort(t)}
 	log := newLogger(node.LogConfig{Level: "error"}, io.Discard)
 	ctx, members := withSetupMembers(context.Background(), testEnv(io.Discard, io.Discard))
+	t.Cleanup(members.stop)
 	members.started = func(m *member) {
 		jb.mu.Lock()
 		jb.node = m.node
