@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"masterorder/node/nodetest"
@@ -37,41 +36,52 @@ func TestDemoOnAllInterfacesWarns(t *testing.T) {
 
 // `demo --nodes 1` serves a store made as init makes one: its staff log
 // in with the demo password and its demo table's guest page answers. Run
-// again on the same --data-dir, it keeps its CA and its data.
+// again on the same --data-dir, it keeps its CA.
 func TestDemoServesAStore(t *testing.T) {
 	dir, port := t.TempDir(), demoPort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	var ca []byte
-	for run := 1; run <= 2; run++ {
-		ctx, cancel := context.WithCancel(context.Background())
-		out := &syncBuffer{}
-		done := make(chan error, 1)
-		go func() {
-			done <- demo(ctx, []string{"--nodes", "1", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", dir}, testEnv(out, io.Discard))
-		}()
-		waitFor(t, "the demo's ready line", func() bool { return strings.Contains(out.String(), "Ctrl-C stops the store.") })
-		var login struct{ Token string }
-		if code := jsonCall(t, http.DefaultClient, "POST", base+"/api/staff/login", nil, map[string]string{"password": "demo"}, &login); code != 200 || login.Token == "" {
-			t.Errorf("run %d: staff login with the demo password: %d", run, code)
-		}
-		guest := regexp.MustCompile(`guest: +(\S+)`).FindStringSubmatch(out.String())
-		if guest == nil {
-			t.Fatalf("run %d: no guest URL in %q", run, out.String())
-		}
-		waitHTTP(t, nil, guest[1], 200)
+	first := serveDemo(t, dir, port)
+	if again := serveDemo(t, dir, port); !bytes.Equal(again, first) {
+		t.Error("the second run on the same --data-dir made a new CA")
+	}
+}
+
+// serveDemo runs `demo --nodes 1` on dir and port until its staff log in
+// and its guest page answers, then stops it; it returns the CA it used.
+func serveDemo(t *testing.T, dir string, port int) []byte {
+	t.Helper()
+	// A file: the test reads what the demo is still writing.
+	out, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	printed := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- demo(ctx, []string{"--nodes", "1", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", dir}, testEnv(out, io.Discard))
+	}()
+	defer func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Fatalf("run %d: demo ended with %v", run, err)
+			t.Errorf("demo ended with %v", err)
 		}
-		raw, err := os.ReadFile(filepath.Join(dir, "tls", "ca.pem"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if run == 2 && !bytes.Equal(raw, ca) {
-			t.Error("the second run on the same --data-dir made a new CA")
-		}
-		ca = raw
+	}()
+	waitFor(t, "the demo's ready line", func() bool { return strings.Contains(printed(), "Ctrl-C stops the store.") })
+	var login struct{ Token string }
+	if code := jsonCall(t, http.DefaultClient, "POST", fmt.Sprintf("http://127.0.0.1:%d/api/staff/login", port), nil, map[string]string{"password": "demo"}, &login); code != 200 || login.Token == "" {
+		t.Errorf("staff login with the demo password: %d", code)
 	}
+	guest := regexp.MustCompile(`guest: +(\S+)`).FindStringSubmatch(printed())
+	if guest == nil {
+		t.Fatalf("no guest URL in %q", printed())
+	}
+	waitHTTP(t, nil, guest[1], 200)
+	ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }
 
 // demoPort is a free port p with p+1000 free too: the one-node demo's
@@ -86,22 +96,4 @@ func demoPort(t *testing.T) int {
 	}
 	t.Fatal("no free port p with p+1000 free")
 	return 0
-}
-
-// syncBuffer is a buffer a command writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
