@@ -118,8 +118,7 @@ func (k *Console) handleJoin(c echo.Context) error {
 		return httpapi.BadBody(c, err, "INVALID_SETUP")
 	}
 	k.mu.Lock()
-	e, ok := k.found[c.Param("id")]
-	busy := k.progress.State == "working"
+	_, ok := k.found[c.Param("id")]
 	k.mu.Unlock()
 	if !ok {
 		// Only a box this member listed, and so pinned, can be joined: a
@@ -132,16 +131,22 @@ func (k *Console) handleJoin(c echo.Context) error {
 		k.log.Warn("console: cannot add a box without the CA key", "error", err)
 		return httpapi.Fail(c, http.StatusConflict, "NO_CA_KEY")
 	}
-	if busy {
-		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")
+	// Checked and set in one locked section: two taps start one join.
+	k.mu.Lock()
+	e := k.found[c.Param("id")]
+	p := JoinProgress{State: "working", Step: JoinWorking, BoxID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname, Replaces: req.Replace}
+	busy := k.progress.State == "working"
+	notMember := !busy && req.Replace != "" && !k.isMember(req.Replace)
+	if !busy && !notMember {
+		k.progress = p
 	}
-	if req.Replace != "" && !k.isMember(req.Replace) {
+	k.mu.Unlock()
+	switch {
+	case busy:
+		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")
+	case notMember:
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusNotFound, Code: "MEMBER_NOT_FOUND", Field: "replace"})
 	}
-	p := JoinProgress{State: "working", Step: JoinWorking, BoxID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname, Replaces: req.Replace}
-	k.mu.Lock()
-	k.progress = p
-	k.mu.Unlock()
 	go k.join(e, req)
 	return c.JSON(http.StatusAccepted, p)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-
+	"io"
 	"net"
 	"net/http"
 	"regexp"
@@ -379,10 +379,10 @@ func (w *Wizard) fail(code string) {
 
 // reasonOf is the reason code of a box's refusal, or UNREACHABLE.
 func reasonOf(err error) (string, string) {
-	if r, ok := err.(*RefusedError); ok {
+	if r := (*RefusedError)(nil); errors.As(err, &r) {
 		return r.Code, r.Message
 	}
-	if err == ErrFingerprint {
+	if errors.Is(err, ErrFingerprint) {
 		return "FINGERPRINT_MISMATCH", err.Error()
 	}
 	return "UNREACHABLE", err.Error()
@@ -533,9 +533,12 @@ func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []node.Pee
 			return 0, nil
 		}
 		defer r.Body.Close()
-		var buf [1 << 16]byte
-		n, _ := r.Body.Read(buf[:])
-		return r.StatusCode, buf[:n]
+		// One Read may return part of the body: read it all (bounded).
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+		if err != nil {
+			return 0, nil
+		}
+		return r.StatusCode, body
 	}
 	for {
 		allReady := true
