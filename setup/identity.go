@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"masterorder/node/atomicfile"
 )
 
 // Identity is a box's setup identity: a random id (never derived from
@@ -112,7 +114,7 @@ func newIdentity(dir string) (Identity, error) {
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return Identity{}, err
 	}
 	for _, f := range []struct {
@@ -120,7 +122,7 @@ func newIdentity(dir string) (Identity, error) {
 		data []byte
 		mode os.FileMode
 	}{{keyFile, keyPEM, 0o600}, {certFile, certPEM, 0o644}, {idFile, []byte(id + "\n"), 0o644}} {
-		if err := writeFileSync(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
 			return Identity{}, err
 		}
 	}
