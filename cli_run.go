@@ -18,6 +18,7 @@ import (
 	"masterorder/node/lanname"
 	"masterorder/orders"
 	"masterorder/setup"
+	"masterorder/setup/join"
 )
 
 // cmdRun runs one box until SIGTERM: from --config, else from the box
@@ -194,7 +195,7 @@ func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, sv
 	if cfg.TLS.CAFile != "" {
 		// Add and replace boxes from the console (the CA key the
 		// wizard gave every member is beside the CA certificate).
-		n.AddStaffRoutes(setup.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
+		n.AddStaffRoutes(join.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
 	}
 	svc, err := orders.Attach(n, cfg.Config, svcOpts)
 	if err != nil {

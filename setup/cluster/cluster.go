@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -25,6 +26,11 @@ import (
 	"masterorder/orders/staffauth"
 )
 
+// Peer is a box as a cluster's config lists it: node's own type, named
+// here so that package setup, which runs before there is a node, needs
+// no import of node (only this writer knows node's and orders' types).
+type Peer = node.Peer
+
 // Box is one box of the cluster as its peers reach it.
 type Box struct {
 	ID        string
@@ -32,6 +38,22 @@ type Box struct {
 	HTTPPort  string
 	RaftPort  string
 	HTTPSPort string // "" when the cluster serves no HTTPS (labs only)
+}
+
+// NextNodeID is the first of a..z not in used, then n27, n28, …: the
+// boxes of a new cluster are a, b, c in turn, and a box added later gets
+// an id never used before (a removed box's certificate stays refused).
+func NextNodeID(used map[string]bool) string {
+	for r := 'a'; r <= 'z'; r++ {
+		if !used[string(r)] {
+			return string(r)
+		}
+	}
+	for i := 27; ; i++ {
+		if id := "n" + strconv.Itoa(i); !used[id] {
+			return id
+		}
+	}
 }
 
 // Peer is how the cluster's config lists b.
