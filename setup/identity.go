@@ -25,6 +25,14 @@ import (
 // hardware, so announcing it leaks nothing) and an ECDSA key with a
 // self-signed certificate that serves the claim channel. A claimer trusts
 // the box whose certificate has the fingerprint it saw announced.
+//
+// The id is not derived from the key's fingerprint (as Syncthing's device
+// id is), though that would keep its form (16 hex digits): only a rule
+// that every id is derived would let Find drop its impostor check (two
+// keys for one id), and under that rule a box still on an older image,
+// whose id is random, would no longer be listed by a newer wizard or
+// console, and every box already made would change its id and short code
+// once. The check costs a few lines in find.go.
 type Identity struct {
 	ID          string // 16 hex digits
 	Cert        tls.Certificate

@@ -348,7 +348,8 @@ func (b Bundle) WriteTLS(tlsDir string) error {
 }
 
 // WriteFile writes a box's config (or another small file) atomically and
-// durably: node/atomicfile, the one writer of a box's files.
+// durably with node/atomicfile, the one writer of a box's files (kept for
+// init's callers; setup calls atomicfile itself).
 func WriteFile(path string, data []byte, mode os.FileMode) error {
 	return atomicfile.WriteFile(path, data, mode)
 }

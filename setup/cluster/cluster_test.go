@@ -106,29 +106,6 @@ func TestCheckPasswordHash(t *testing.T) {
 	}
 }
 
-// A write that fails leaves nothing behind: no temporary file beside the
-// one it would have replaced (here a directory stands in the file's
-// place, so the rename fails after the data was written and synced).
-func TestWriteFileLeavesNoTempOnFailure(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "masterorder.toml")
-	if err := os.MkdirAll(filepath.Join(target, "in-the-way"), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFile(target, []byte("node_id = \"a\"\n"), 0o600); err == nil {
-		t.Fatal("writing over a directory succeeded")
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() != "masterorder.toml" {
-			t.Errorf("left behind after a failed write: %s", e.Name())
-		}
-	}
-}
-
 func TestNextNodeID(t *testing.T) {
 	used := map[string]bool{}
 	var ids []string
