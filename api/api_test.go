@@ -21,6 +21,7 @@ import (
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
 	"masterorder/setup"
+	"masterorder/setup/join"
 )
 
 // The document loads and is a valid OpenAPI 3.1 document.
@@ -89,7 +90,7 @@ func TestEveryRouteDocumented(t *testing.T) {
 	// What `masterorder run` adds to a member (cli/member.go).
 	member := st.Nodes[0].Echo()
 	setup.MemberRoutes(member, t.TempDir(), nil)
-	setup.NewConsole(st.Nodes[0], orders.FileConfig{}, t.TempDir(), nil).Routes(member.Group("/api/staff"))
+	join.NewConsole(st.Nodes[0], orders.FileConfig{}, t.TempDir(), nil).Routes(member.Group("/api/staff"))
 	compareRoutes(t, "a member", servedRoutes(member), documentedRoutes(t, c, "member"), 50)
 
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"masterorder/node"
 	"masterorder/orders"
 	"masterorder/setup"
+	"masterorder/setup/join"
 )
 
 // The one way a box becomes a member of its store: `run --config`, `run`
@@ -183,7 +184,7 @@ func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, sv
 	if cfg.TLS.CAFile != "" {
 		// Add and replace boxes from the console (the CA key the
 		// wizard gave every member is beside the CA certificate).
-		n.AddStaffRoutes(setup.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
+		n.AddStaffRoutes(join.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
 	}
 	svc, err := orders.Attach(n, cfg.Config, svcOpts)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/setup"
+	"masterorder/setup/join"
 	"masterorder/setup/setuptest"
 )
 
@@ -101,13 +102,13 @@ func TestSetupGrowAndReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	join := func(target *joinBox, replaces string) setup.Joined {
+	add := func(target *joinBox, replaces string) join.Joined {
 		t.Helper()
 		c := setup.Find(ctx, setup.FindOptions{Probe: []string{target.Addr()}})
 		if len(c) != 1 {
 			t.Fatalf("target not in setup mode: %+v", c)
 		}
-		j, err := setup.AddToCluster(ctx, a.member(), setup.JoinRequest{Config: cfgA, TLSDir: a.layout.TLSDir(), Target: c[0].Found, Replaces: replaces})
+		j, err := join.AddToCluster(ctx, a.member(), join.Request{Config: cfgA, TLSDir: a.layout.TLSDir(), Target: c[0].Found, Replaces: replaces})
 		if err != nil {
 			t.Fatalf("add %s: %v", target.Addr(), err)
 		}
@@ -115,10 +116,10 @@ func TestSetupGrowAndReplace(t *testing.T) {
 		return j
 	}
 	b, c := startJoinBox(t), startJoinBox(t)
-	if j := join(b, ""); j.NodeID != "b" {
+	if j := add(b, ""); j.NodeID != "b" {
 		t.Errorf("second box got id %s", j.NodeID)
 	}
-	join(c, "")
+	add(c, "")
 	if n := len(a.member().Members()); n != 3 {
 		t.Fatalf("%d members after growing", n)
 	}
@@ -136,7 +137,7 @@ func TestSetupGrowAndReplace(t *testing.T) {
 	// b dies for good; d replaces it.
 	b.stop()
 	d := startJoinBox(t)
-	j := join(d, "b")
+	j := add(d, "b")
 	if j.NodeID != "d" {
 		t.Errorf("replacement got id %s (ids are never reused)", j.NodeID)
 	}
@@ -222,7 +223,7 @@ func TestSetupFormsStoreWhenOneBoxFailsItsPush(t *testing.T) {
 	if len(found) != 1 {
 		t.Fatalf("c not in setup mode: %+v", found)
 	}
-	j, err := setup.AddToCluster(ctx, a.member(), setup.JoinRequest{Config: cfgA, TLSDir: a.layout.TLSDir(), Target: found[0].Found, Replaces: "c"})
+	j, err := join.AddToCluster(ctx, a.member(), join.Request{Config: cfgA, TLSDir: a.layout.TLSDir(), Target: found[0].Found, Replaces: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,35 +1,22 @@
 package node
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
+
+	"masterorder/node/atomicfile"
 )
 
 // The Raft log, its stable store and the snapshots are the durable part of
 // a box: an entry acknowledged to a majority must survive a power cut on
 // all of them. bbolt fsyncs its commits, but a new file or directory is
-// only durable once its directory is fsynced too.
-
-// syncDir fsyncs a directory, making the names in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
+// only durable once its directory is fsynced too (atomicfile.SyncDir).
 
 // syncDirs fsyncs each directory in turn.
 func syncDirs(dirs ...string) error {
 	for _, d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := atomicfile.SyncDir(d); err != nil {
 			return err
 		}
 	}
@@ -65,5 +52,5 @@ func (s *syncedSink) Close() error {
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
 	}
-	return syncDir(s.dir)
+	return atomicfile.SyncDir(s.dir)
 }

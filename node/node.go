@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"masterorder/kv"
+	"masterorder/node/atomicfile"
 	"masterorder/node/lanname"
 	"masterorder/node/pki"
 	"masterorder/node/tlsnet"
@@ -339,7 +340,7 @@ func (n *Node) openRaftStores(raftDir string) (*raftboltdb.BoltStore, raft.Snaps
 	}
 	// The data dir's own name matters only on a first start; its parent
 	// may be read-only to this user (systemd's ProtectSystem).
-	if err := syncDir(filepath.Dir(filepath.Clean(n.cfg.DataDir))); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(n.cfg.DataDir))); err != nil {
 		n.log.Warn("could not fsync the data dir's parent", "error", err)
 	}
 	return store, snaps, nil

@@ -143,7 +143,6 @@ func (c *Client) transport() *http.Transport {
 // where multicast does not reach). Claims then pin that fingerprint.
 func Probe(ctx context.Context, addr string) (Info, error) {
 	c := NewClient(addr, "")
-	c.Fingerprint = ""
 	var info Info
 	if err := c.do(ctx, http.MethodGet, "/info", nil, &info); err != nil {
 		return Info{}, err

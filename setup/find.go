@@ -9,10 +9,32 @@ import (
 
 // Candidate is a box found on the LAN whose info was read over the TLS
 // channel pinned to the fingerprint it announced (or presented, for a
-// probe address).
+// probe address); Self marks the box the wizard runs on, asked directly.
+// The wizard and the console keep their last listing as Candidates: only
+// a listed box can be claimed.
 type Candidate struct {
 	Found
 	Info Info
+	Self bool
+}
+
+// BoxView is one box as the wizard and the console list it.
+type BoxView struct {
+	ID           string `json:"id"`
+	ShortCode    string `json:"shortCode"`
+	Hostname     string `json:"hostname"`
+	Model        string `json:"model,omitempty"`
+	Serial       string `json:"serial,omitempty"`
+	Self         bool   `json:"self"`
+	WindowOpen   bool   `json:"windowOpen"`
+	CodeRequired bool   `json:"codeRequired"`
+	Via          string `json:"via"`
+}
+
+// View is the box as a page lists it.
+func (c Candidate) View() BoxView {
+	return BoxView{ID: c.ID, ShortCode: ShortCode(c.ID), Hostname: c.Info.Device.Hostname, Model: c.Info.Device.Model,
+		Serial: c.Info.Device.Serial, Self: c.Self, WindowOpen: c.Info.WindowOpen, CodeRequired: c.Info.CodeRequired, Via: c.Via}
 }
 
 // FindOptions say where to look.

@@ -17,12 +17,22 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"masterorder/node/atomicfile"
 )
 
 // Identity is a box's setup identity: a random id (never derived from
 // hardware, so announcing it leaks nothing) and an ECDSA key with a
 // self-signed certificate that serves the claim channel. A claimer trusts
 // the box whose certificate has the fingerprint it saw announced.
+//
+// The id is not derived from the key's fingerprint (as Syncthing's device
+// id is), though that would keep its form (16 hex digits): only a rule
+// that every id is derived would let Find drop its impostor check (two
+// keys for one id), and under that rule a box still on an older image,
+// whose id is random, would no longer be listed by a newer wizard or
+// console, and every box already made would change its id and short code
+// once. The check costs a few lines in find.go.
 type Identity struct {
 	ID          string // 16 hex digits
 	Cert        tls.Certificate
@@ -112,7 +122,7 @@ func newIdentity(dir string) (Identity, error) {
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return Identity{}, err
 	}
 	for _, f := range []struct {
@@ -120,7 +130,7 @@ func newIdentity(dir string) (Identity, error) {
 		data []byte
 		mode os.FileMode
 	}{{keyFile, keyPEM, 0o600}, {certFile, certPEM, 0o644}, {idFile, []byte(id + "\n"), 0o644}} {
-		if err := writeFileSync(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
 			return Identity{}, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"masterorder/node/atomicfile"
 	"masterorder/setup/cluster"
 )
 
@@ -87,10 +88,10 @@ func (l Layout) writeClaim(c claim) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(l.SetupDir(), 0o700); err != nil {
+	if err := atomicfile.MkdirAll(l.SetupDir(), 0o700); err != nil {
 		return err
 	}
-	return writeFileSync(l.claimedFile(), b, 0o600)
+	return atomicfile.WriteFile(l.claimedFile(), b, 0o600)
 }
 
 func (l Layout) dropClaim() error {
@@ -159,18 +160,14 @@ func (l Layout) writeConfigured(b cluster.Bundle) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(l.EtcDir, 0o750); err != nil {
+	if err := atomicfile.MkdirAll(l.EtcDir, 0o750); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(l.DataDir(), 0o750); err != nil {
+	if err := atomicfile.MkdirAll(l.DataDir(), 0o750); err != nil {
 		return "", err
 	}
-	if err := cluster.WriteFile(l.ConfigPath(), raw, 0o600); err != nil {
+	if err := atomicfile.WriteFile(l.ConfigPath(), raw, 0o600); err != nil {
 		return "", err
 	}
 	return l.ConfigPath(), nil
-}
-
-func writeFileSync(path string, data []byte, mode os.FileMode) error {
-	return cluster.WriteFile(path, data, mode)
 }

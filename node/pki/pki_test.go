@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -154,6 +155,12 @@ func TestWriteFilesAndLoad(t *testing.T) {
 		if fi.Mode().Perm() != want {
 			t.Errorf("%s mode %v, want %v", path, fi.Mode().Perm(), want)
 		}
+	}
+	// One mode for the TLS directory, whoever writes it (init, setup).
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != DirMode&^os.FileMode(umask) {
+		t.Errorf("%s: mode %v, want %v (%v)", dir, fi.Mode().Perm(), DirMode, err)
 	}
 	leftovers, _ := filepath.Glob(filepath.Join(dir, ".*tmp*"))
 	if len(leftovers) > 0 {

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -20,10 +19,16 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"masterorder/node"
+	"masterorder/node/atomicfile"
 	"masterorder/node/pki"
 	"masterorder/orders"
 	"masterorder/orders/staffauth"
 )
+
+// Peer is a box as a cluster's config lists it: node's own type, named
+// here so that package setup, which runs before there is a node, needs
+// no import of node (only this writer knows node's and orders' types).
+type Peer = node.Peer
 
 // Box is one box of the cluster as its peers reach it.
 type Box struct {
@@ -217,8 +222,8 @@ func FromMember(cfg orders.FileConfig, ca *pki.CA) *Cluster {
 
 // Bundle is everything one box needs: its config (paths not yet set: the
 // box applies its own layout with UseLayout) and its TLS files by base
-// name in the TLS directory (ca.pem, ID.pem, ID-key.pem, ID-https.pem,
-// ID-https-key.pem, and ca-key.pem when the box may issue certificates).
+// name in the TLS directory, as pki names them (pki.CAFile("") and its
+// siblings; the CA key only when the box may issue certificates).
 type Bundle struct {
 	Config Config
 	Files  map[string][]byte
@@ -236,9 +241,9 @@ func (c *Cluster) Bundle(self Box, peers []node.Peer, join, withCAKey bool) (Bun
 	if err != nil {
 		return Bundle{}, err
 	}
-	files["ca.pem"] = c.CA.CertPEM()
+	files[pki.CAFile("")] = c.CA.CertPEM()
 	if withCAKey {
-		files["ca-key.pem"] = c.CA.KeyPEM()
+		files[pki.CAKeyFile("")] = c.CA.KeyPEM()
 	}
 	p := self.Peer()
 	if c.PlainHTTP {
@@ -287,7 +292,7 @@ func (c *Cluster) issue(b Box) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("issue certificate for %s: %w", b.ID, err)
 	}
-	files := map[string][]byte{b.ID + ".pem": cert, b.ID + "-key.pem": key}
+	files := map[string][]byte{pki.NodeCertFile("", b.ID): cert, pki.NodeKeyFile("", b.ID): key}
 	if c.PlainHTTP {
 		return files, nil
 	}
@@ -295,7 +300,7 @@ func (c *Cluster) issue(b Box) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files[b.ID+"-https.pem"], files[b.ID+"-https-key.pem"] = cert, key
+	files[pki.HTTPSCertFile("", b.ID)], files[pki.HTTPSKeyFile("", b.ID)] = cert, key
 	return files, nil
 }
 
@@ -313,57 +318,21 @@ func IssueHTTPS(ca *pki.CA, id, host, publicURL string) (cert, key []byte, err e
 	return cert, key, nil
 }
 
-// WriteTLS writes a bundle's TLS files into tlsDir (keys 0600, the rest
-// 0644), refusing any name that is not a plain file name.
+// WriteTLS writes a bundle's TLS files into tlsDir (pki.WriteFile: keys
+// 0600, the rest 0644, the directory pki.DirMode), refusing any name that
+// is not a plain TLS file name.
 func (b Bundle) WriteTLS(tlsDir string) error {
-	if err := os.MkdirAll(tlsDir, 0o750); err != nil {
-		return err
-	}
 	for name, data := range b.Files {
-		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".pem") {
-			return fmt.Errorf("bundle: bad file name %q", name)
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, "-key.pem") {
-			mode = 0o600
-		}
-		if err := writeAtomic(filepath.Join(tlsDir, name), data, mode); err != nil {
-			return err
+		if err := pki.WriteFile(tlsDir, name, data); err != nil {
+			return fmt.Errorf("bundle: %w", err)
 		}
 	}
 	return nil
 }
 
-// writeAtomic writes via a synced temporary file and a rename, so a power
-// cut never leaves half a certificate.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// WriteFile writes a config or other file atomically (exported for setup).
+// WriteFile writes a box's config (or another small file) atomically and
+// durably with node/atomicfile, the one writer of a box's files (kept for
+// init's callers; setup calls atomicfile itself).
 func WriteFile(path string, data []byte, mode os.FileMode) error {
-	return writeAtomic(path, data, mode)
+	return atomicfile.WriteFile(path, data, mode)
 }

@@ -105,3 +105,19 @@ func TestCheckPasswordHash(t *testing.T) {
 		}
 	}
 }
+
+func TestNextNodeID(t *testing.T) {
+	used := map[string]bool{}
+	var ids []string
+	for range 28 {
+		id := NextNodeID(used)
+		used[id] = true
+		ids = append(ids, id)
+	}
+	if ids[0] != "a" || ids[2] != "c" || ids[25] != "z" || ids[26] != "n27" || ids[27] != "n28" {
+		t.Errorf("ids in turn: %v", ids)
+	}
+	if id := NextNodeID(map[string]bool{"a": true, "c": true}); id != "b" {
+		t.Errorf("after a and c: %s", id)
+	}
+}

@@ -1,4 +1,4 @@
-package setup
+package join
 
 import (
 	"context"
@@ -14,49 +14,47 @@ import (
 	"masterorder/node"
 	"masterorder/node/pki"
 	"masterorder/orders"
+	"masterorder/setup"
 )
 
 // Growing and healing from the console: a member lists the boxes in setup
-// mode on the LAN (Find) and, on one manager tap, AddToCluster removes
-// the dead box (when replacing), claims and configures the new one and
-// adds it; the console then follows the new box until it holds every
-// order.
+// mode on the LAN (setup.Find) and, on one manager tap, AddToCluster
+// removes the dead box (when replacing), claims and configures the new
+// one and adds it; the console then follows the new box until it holds
+// every order.
 //
-//	GET  /api/staff/cluster/setup-boxes           {"boxes":[BoxView]}
-//	POST /api/staff/cluster/setup-boxes/{id}/join {"replace":"c","setupCode":""} → 202 JoinProgress
-//	GET  /api/staff/cluster/join                  JoinProgress (the current or last join)
+//	GET  /api/staff/cluster/setup-boxes           {"boxes":[setup.BoxView]}
+//	POST /api/staff/cluster/setup-boxes/{id}/join ConsoleRequest → 202 Progress
+//	GET  /api/staff/cluster/join                  Progress (the current or last join)
 
 // Steps of a console join, in order.
 const (
-	JoinWorking = "working" // removing, claiming, configuring, adding
-	JoinAdded   = "added"   // a member now; catching up from a snapshot
-	JoinReady   = "ready"   // it holds every order and serves
+	StepWorking = "working" // removing, claiming, configuring, adding
+	StepAdded   = "added"   // a member now; catching up from a snapshot
+	StepReady   = "ready"   // it holds every order and serves
 )
 
-// ConsoleJoin is the console's tap.
-type ConsoleJoin struct {
+// ConsoleRequest is the console's tap.
+type ConsoleRequest struct {
 	Replace   string `json:"replace,omitempty"` // the member it replaces; empty: add
 	SetupCode string `json:"setupCode,omitempty"`
 }
 
-// JoinProgress is one join as the console shows it.
-type JoinProgress struct {
-	State     string `json:"state"` // idle, working, done, failed
+// Progress is one join as the console shows it: a setup.Job (idle,
+// working, done, failed) about one box.
+type Progress struct {
+	setup.Job
 	BoxID     string `json:"boxId,omitempty"`
 	ShortCode string `json:"shortCode,omitempty"`
 	Hostname  string `json:"hostname,omitempty"`
 	NodeID    string `json:"nodeId,omitempty"`
 	Replaces  string `json:"replaces,omitempty"`
 	Step      string `json:"step,omitempty"`
-	Error     string `json:"error,omitempty"` // a reason code
-	Detail    string `json:"detail,omitempty"`
-	Message   string `json:"message,omitempty"` // Error for the manager, in the page's language
 }
 
-// Worded fills the reason code's message (httpapi's table), in English
-// or Japanese.
-func (p JoinProgress) Worded(english bool) JoinProgress {
-	p.Message = words(p.Error, english)
+// Worded words the join's reason for the manager.
+func (p Progress) Worded(english bool) Progress {
+	p.Reason = p.Reason.Worded(english)
 	return p
 }
 
@@ -68,8 +66,8 @@ type Console struct {
 	log    *slog.Logger
 
 	mu       sync.Mutex
-	found    map[string]Candidate // the last listing: only these can be joined
-	progress JoinProgress
+	found    map[string]setup.Candidate // the last listing: only these can be joined
+	progress Progress
 }
 
 // NewConsole serves the console's add and replace on member n, whose
@@ -79,7 +77,8 @@ func NewConsole(n *node.Node, cfg orders.FileConfig, tlsDir string, log *slog.Lo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Console{n: n, cfg: cfg, tlsDir: tlsDir, log: log, found: map[string]Candidate{}, progress: JoinProgress{State: "idle"}}
+	return &Console{n: n, cfg: cfg, tlsDir: tlsDir, log: log, found: map[string]setup.Candidate{},
+		progress: Progress{Job: setup.Job{State: setup.JobIdle}}}
 }
 
 // Routes mounts the calls on the staff group (manager only: a kitchen
@@ -91,7 +90,7 @@ func (k *Console) Routes(staff *echo.Group) {
 }
 
 // Progress is the current or last join.
-func (k *Console) Progress() JoinProgress {
+func (k *Console) Progress() Progress {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.progress
@@ -100,26 +99,24 @@ func (k *Console) Progress() JoinProgress {
 func (k *Console) handleList(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 6*time.Second)
 	defer cancel()
-	list := Find(ctx, FindOptions{MDNS: true})
-	views := make([]BoxView, 0, len(list))
+	list := setup.Find(ctx, setup.FindOptions{MDNS: true})
+	views := make([]setup.BoxView, 0, len(list))
 	k.mu.Lock()
 	for _, e := range list {
 		k.found[e.ID] = e
-		views = append(views, BoxView{ID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname, Model: e.Info.Device.Model,
-			Serial: e.Info.Device.Serial, WindowOpen: e.Info.WindowOpen, CodeRequired: e.Info.CodeRequired, Via: e.Via})
+		views = append(views, e.View())
 	}
 	k.mu.Unlock()
 	return c.JSON(http.StatusOK, map[string]any{"boxes": views})
 }
 
 func (k *Console) handleJoin(c echo.Context) error {
-	var req ConsoleJoin
+	var req ConsoleRequest
 	if err := httpapi.DecodeBody(c, &req); err != nil {
 		return httpapi.BadBody(c, err, "INVALID_SETUP")
 	}
 	k.mu.Lock()
-	e, ok := k.found[c.Param("id")]
-	busy := k.progress.State == "working"
+	_, ok := k.found[c.Param("id")]
 	k.mu.Unlock()
 	if !ok {
 		// Only a box this member listed, and so pinned, can be joined: a
@@ -132,16 +129,23 @@ func (k *Console) handleJoin(c echo.Context) error {
 		k.log.Warn("console: cannot add a box without the CA key", "error", err)
 		return httpapi.Fail(c, http.StatusConflict, "NO_CA_KEY")
 	}
-	if busy {
-		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")
+	// Checked and set in one locked section: two taps start one join.
+	k.mu.Lock()
+	e := k.found[c.Param("id")]
+	p := Progress{Job: setup.Job{State: setup.JobWorking}, Step: StepWorking, BoxID: e.ID, ShortCode: setup.ShortCode(e.ID),
+		Hostname: e.Info.Device.Hostname, Replaces: req.Replace}
+	busy := k.progress.State == setup.JobWorking
+	notMember := !busy && req.Replace != "" && !k.isMember(req.Replace)
+	if !busy && !notMember {
+		k.progress = p
 	}
-	if req.Replace != "" && !k.isMember(req.Replace) {
+	k.mu.Unlock()
+	switch {
+	case busy:
+		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")
+	case notMember:
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusNotFound, Code: "MEMBER_NOT_FOUND", Field: "replace"})
 	}
-	p := JoinProgress{State: "working", Step: JoinWorking, BoxID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname, Replaces: req.Replace}
-	k.mu.Lock()
-	k.progress = p
-	k.mu.Unlock()
 	go k.join(e, req)
 	return c.JSON(http.StatusAccepted, p)
 }
@@ -157,10 +161,10 @@ func (k *Console) isMember(id string) bool {
 
 // join is the one manager action (AddToCluster), then the wait until the
 // new box is ready: caught up with everything committed.
-func (k *Console) join(e Candidate, req ConsoleJoin) {
+func (k *Console) join(e setup.Candidate, req ConsoleRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	j, err := AddToCluster(ctx, k.n, JoinRequest{Config: k.cfg, TLSDir: k.tlsDir, Target: e.Found, Code: req.SetupCode, Replaces: req.Replace})
+	j, err := AddToCluster(ctx, k.n, Request{Config: k.cfg, TLSDir: k.tlsDir, Target: e.Found, Code: req.SetupCode, Replaces: req.Replace})
 	if j.NodeID != "" {
 		k.mu.Lock()
 		k.progress.NodeID = j.NodeID
@@ -171,7 +175,7 @@ func (k *Console) join(e Candidate, req ConsoleJoin) {
 		return
 	}
 	k.mu.Lock()
-	k.progress.Step = JoinAdded
+	k.progress.Step = StepAdded
 	k.mu.Unlock()
 	hc := &http.Client{Timeout: 3 * time.Second}
 	for {
@@ -183,25 +187,24 @@ func (k *Console) join(e Candidate, req ConsoleJoin) {
 		}
 		select {
 		case <-ctx.Done():
-			k.fail(&RefusedError{Code: "TIMEOUT", Message: "the new box did not catch up within 5 minutes"})
+			k.fail(&setup.RefusedError{Code: "TIMEOUT", Message: "the new box did not catch up within 5 minutes"})
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 	k.mu.Lock()
-	k.progress.Step, k.progress.State = JoinReady, "done"
+	k.progress.Step, k.progress.State = StepReady, setup.JobDone
 	k.mu.Unlock()
 	k.log.Info("console: a box joined the cluster", "node", j.NodeID, "replaces", req.Replace)
 }
 
 func (k *Console) fail(err error) {
-	code, detail := reasonOf(err)
-	var me *node.MemberError
-	if errors.As(err, &me) {
-		code, detail = me.Code, me.Msg
+	r := setup.ReasonOf(err)
+	if me := (*node.MemberError)(nil); errors.As(err, &me) {
+		r = setup.Reason{Error: me.Code, Detail: me.Msg}
 	}
-	k.log.Warn("console: adding a box failed", "code", code, "error", err)
+	k.log.Warn("console: adding a box failed", "code", r.Error, "error", err)
 	k.mu.Lock()
-	k.progress.State, k.progress.Error, k.progress.Detail = "failed", code, detail
+	k.progress.State, k.progress.Reason = setup.JobFailed, r
 	k.mu.Unlock()
 }
