@@ -18,6 +18,7 @@ import (
 	"masterorder/node/lanname"
 	"masterorder/orders"
 	"masterorder/setup"
+	"masterorder/ui"
 )
 
 // cmdRun runs one box until SIGTERM: from --config, else from the box
@@ -196,6 +197,7 @@ func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, sv
 		// wizard gave every member is beside the CA certificate).
 		n.AddStaffRoutes(setup.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
 	}
+	svcOpts.Pages = ui.Routes
 	svc, err := orders.Attach(n, cfg.Config, svcOpts)
 	if err != nil {
 		n.Stop()
