@@ -1,6 +1,6 @@
 // Package api holds the project's HTTP contract, api/openapi.yaml, embedded
 // so every box serves it (GET /api/openapi.yaml) and the tests check every
-// request and response they make against it (api/openapitest).
+// request and response they make against it (api/apitest).
 package api
 
 import _ "embed"

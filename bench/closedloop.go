@@ -15,8 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"masterorder/orders/backoff"
 )
 
 // The closed loop (`masterorder bench --closed-loop`) measures throughput
@@ -165,7 +163,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	stopSampling := cl.sampleUsage(runCtx)
 
 	var winStart, winEnd time.Time
-	if backoff.Sleep(ctx, cfg.Warmup) {
+	if sleep(ctx, cfg.Warmup) {
 		for _, u := range cl.usage {
 			u.begin()
 		}
@@ -174,7 +172,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		if cfg.CPUProfileDir != "" {
 			rep.Profiles = cl.profile(ctx, cfg.Duration)
 		} else {
-			backoff.Sleep(ctx, cfg.Duration)
+			sleep(ctx, cfg.Duration)
 		}
 		cl.measuring.Store(false)
 		winEnd = time.Now()
@@ -293,7 +291,7 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 			if counted {
 				cl.rejectCL("NETWORK_ERROR")
 			}
-			backoff.Sleep(ctx, 50*time.Millisecond)
+			sleep(ctx, 50*time.Millisecond)
 			continue
 		}
 		if res.status != http.StatusOK {
@@ -301,7 +299,7 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 				cl.rejectCL(res.reasonOrStatus())
 			}
 			if res.status >= 500 {
-				backoff.Sleep(ctx, waitFor(res, 50*time.Millisecond))
+				sleep(ctx, waitFor(res, 50*time.Millisecond))
 			}
 			continue
 		}
@@ -377,7 +375,7 @@ func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
 	secs := min(max(1, int(d.Round(time.Second)/time.Second)), 25)
 	if err := os.MkdirAll(cl.cfg.CPUProfileDir, 0o755); err != nil {
 		cl.note("--cpuprofile: " + err.Error())
-		backoff.Sleep(ctx, d)
+		sleep(ctx, d)
 		return nil
 	}
 	var mu sync.Mutex
@@ -421,7 +419,7 @@ func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
 		})
 	}
 	// The window is the profile's length even if a node did not answer.
-	backoff.Sleep(ctx, d)
+	sleep(ctx, d)
 	wg.Wait()
 	slices.Sort(files)
 	return files

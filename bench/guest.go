@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"masterorder/orders/backoff"
 )
 
 const (
@@ -254,7 +252,7 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 				reason = "NETWORK_ERROR"
 			}
 			shift++
-			if !backoff.Sleep(ctx, resendPause(attempt)) {
+			if !sleep(ctx, resendPause(attempt)) {
 				return false, "CANCELLED"
 			}
 			continue
@@ -266,7 +264,7 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 				r.problem(fmt.Sprintf("%s answered 200 without an orderId: %.200s", r.urls[node], res.body))
 				reason = "BAD_SUCCESS_BODY"
 				shift++
-				if !backoff.Sleep(ctx, resendPause(attempt)) {
+				if !sleep(ctx, resendPause(attempt)) {
 					return false, "CANCELLED"
 				}
 				continue
@@ -297,7 +295,7 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 			// 503 (no quorum, catalog not ready…) or a node in trouble:
 			// the next node, after Retry-After.
 			shift++
-			if !backoff.Sleep(ctx, waitFor(res, resendPause(attempt))) {
+			if !sleep(ctx, waitFor(res, resendPause(attempt))) {
 				return false, "CANCELLED"
 			}
 		case res.status == http.StatusTooManyRequests && res.reason == reasonCooldown:
@@ -306,11 +304,11 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 				for old := r.cooldownHint.Load(); hint > old && !r.cooldownHint.CompareAndSwap(old, hint); old = r.cooldownHint.Load() {
 				}
 			}
-			if !backoff.Sleep(ctx, waitFor(res, time.Second)) {
+			if !sleep(ctx, waitFor(res, time.Second)) {
 				return false, "CANCELLED"
 			}
 		case res.status == http.StatusConflict && (res.reason == reasonOrderInProgress || res.reason == reasonSessionBusy):
-			if !backoff.Sleep(ctx, waitFor(res, time.Second)) {
+			if !sleep(ctx, waitFor(res, time.Second)) {
 				return false, "CANCELLED"
 			}
 		case res.status == http.StatusConflict && (res.reason == reasonDuplicateKey || res.reason == reasonDuplicatePayload):
@@ -336,7 +334,7 @@ func (r *runner) reconcile(ctx context.Context, g *guest, t *table, node int, ke
 	q := url.Values{"limit": {"20"}, "requestId": {key}}
 	path := "/api/guest/sessions/" + url.PathEscape(t.sessionID) + "/orders?" + q.Encode()
 	for attempt := 1; attempt <= reconcilePolls; attempt++ {
-		if !backoff.Sleep(ctx, time.Duration(attempt)*reconcileStep) {
+		if !sleep(ctx, time.Duration(attempt)*reconcileStep) {
 			return 0, "", false
 		}
 		res, err := do(ctx, r.client, r.timeout, http.MethodGet, r.urls[node]+path, r.guestHeader(t, g.clientID), nil, false)

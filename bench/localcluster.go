@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"masterorder/orders/backoff"
 )
 
 // localCluster is three `masterorder run` processes the closed loop
@@ -142,7 +140,7 @@ func (lc *localCluster) waitReady(ctx context.Context, timeout time.Duration) er
 			if time.Now().After(deadline) {
 				return fmt.Errorf("node %s not ready within %s (log in %s)", n.id, timeout, n.log.Name())
 			}
-			if !backoff.Sleep(ctx, 100*time.Millisecond) {
+			if !sleep(ctx, 100*time.Millisecond) {
 				return ctx.Err()
 			}
 		}

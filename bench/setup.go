@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"masterorder/orders/backoff"
 )
 
 // menuItem is one item the bench puts on the menu for its run.
@@ -170,7 +168,7 @@ func (r *runner) staffCall(ctx context.Context, method, path string, body, out a
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !backoff.Sleep(ctx, wait) {
+		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}
@@ -281,7 +279,7 @@ func (r *runner) waitReplicated(ctx context.Context) {
 				if err == nil && res.status == http.StatusOK && strings.Contains(string(res.body), lastItem) {
 					return
 				}
-				if time.Now().After(deadline) || !backoff.Sleep(ctx, 200*time.Millisecond) {
+				if time.Now().After(deadline) || !sleep(ctx, 200*time.Millisecond) {
 					r.note(fmt.Sprintf("%s did not serve the bench menu and sessions within %s of setup; early orders there may be rejected", base, r.replicationWait))
 					return
 				}

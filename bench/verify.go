@@ -10,8 +10,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"masterorder/orders/backoff"
 )
 
 // sessionView is one session's history as one node returned it.
@@ -41,7 +39,7 @@ func (r *runner) verify(ctx context.Context) *verifyResult {
 	deadline := time.Now().Add(r.verifySettle)
 	for {
 		v := r.check(r.readAll(ctx))
-		if v.settled() || time.Now().After(deadline) || !backoff.Sleep(ctx, 500*time.Millisecond) {
+		if v.settled() || time.Now().After(deadline) || !sleep(ctx, 500*time.Millisecond) {
 			return v
 		}
 	}
@@ -72,7 +70,7 @@ func (r *runner) readSession(ctx context.Context, node int, t *table) sessionVie
 	path := fmt.Sprintf("/api/guest/sessions/%s/orders?limit=%d", url.PathEscape(t.sessionID), historyLimit)
 	var last error
 	for attempt := range 3 {
-		if attempt > 0 && !backoff.Sleep(ctx, time.Duration(attempt)*300*time.Millisecond) {
+		if attempt > 0 && !sleep(ctx, time.Duration(attempt)*300*time.Millisecond) {
 			break
 		}
 		res, err := do(ctx, r.client, r.timeout, http.MethodGet, r.urls[node]+path, r.guestHeader(t, r.verifyClientID), nil, false)

@@ -14,6 +14,7 @@ import (
 	"masterorder/orders"
 	"masterorder/setup"
 	"masterorder/setup/join"
+	"masterorder/ui"
 )
 
 // The one way a box becomes a member of its store: `run --config`, `run`
@@ -186,6 +187,7 @@ func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, sv
 		// wizard gave every member is beside the CA certificate).
 		n.AddStaffRoutes(join.NewConsole(n, cfg, filepath.Dir(cfg.TLS.CAFile), log).Routes)
 	}
+	svcOpts.Pages = ui.Routes
 	svc, err := orders.Attach(n, cfg.Config, svcOpts)
 	if err != nil {
 		n.Stop()

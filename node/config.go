@@ -114,6 +114,44 @@ type LogConfig struct {
 	Format string `toml:"format"` // "json", "text" or "" (json unless a terminal)
 }
 
+// DiskConfig is [disk]: the floors of free space on the data directory's
+// file system. Each floor is the smaller of its share of the file system
+// and its size.
+type DiskConfig struct {
+	LowFloorPercent  float64 `toml:"low_floor_percent"`
+	LowFloorMB       int64   `toml:"low_floor_mb"`
+	HardFloorPercent float64 `toml:"hard_floor_percent"`
+	HardFloorMB      int64   `toml:"hard_floor_mb"`
+	// SlowWrite: a Raft log write (bbolt commit and fsync) slower than
+	// this marks the card slow for a minute.
+	SlowWrite Duration `toml:"slow_write"`
+	// ReadOnlyExitAfter: how long the box waits out a read-only card
+	// before it exits to its unit (0: never).
+	ReadOnlyExitAfter Duration `toml:"readonly_exit_after"`
+}
+
+func defaultDisk() DiskConfig {
+	return DiskConfig{LowFloorPercent: 10, LowFloorMB: 200, HardFloorPercent: 2, HardFloorMB: 64,
+		SlowWrite: Duration{500 * time.Millisecond}, ReadOnlyExitAfter: Duration{2 * time.Minute}}
+}
+
+func (d DiskConfig) validate() error {
+	bad := func(setting, problem string) error { return &ConfigError{Setting: "disk." + setting, Problem: problem} }
+	if d.LowFloorPercent < 0 || d.LowFloorPercent > 50 || d.HardFloorPercent < 0 || d.HardFloorPercent > d.LowFloorPercent {
+		return bad("hard_floor_percent", "floors are 0..50 %, the hard one not above the low one")
+	}
+	if d.LowFloorMB < 0 || d.HardFloorMB < 0 || d.HardFloorMB > d.LowFloorMB {
+		return bad("hard_floor_mb", "floors are sizes ≥ 0, the hard one not above the low one")
+	}
+	if d.SlowWrite.Duration <= 0 {
+		return bad("slow_write", "must be positive")
+	}
+	if d.ReadOnlyExitAfter.Duration < 0 {
+		return bad("readonly_exit_after", "must be 0 (never) or positive")
+	}
+	return nil
+}
+
 // ConfigError names the setting that is wrong; the CLI exits 2 on it.
 type ConfigError struct {
 	Setting string

@@ -170,12 +170,62 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// diskCollector exports the card at scrape time.
+type diskCollector struct {
+	n                  *Node
+	free, total, state *prometheus.Desc
+	fsm, paused        *prometheus.Desc
+}
+
+func newDiskCollector(n *Node) *diskCollector {
+	return &diskCollector{n: n,
+		free:   prometheus.NewDesc("masterorder_disk_free_bytes", "Free bytes on the data directory's file system (for this user).", nil, nil),
+		total:  prometheus.NewDesc("masterorder_disk_total_bytes", "Size of the data directory's file system.", nil, nil),
+		state:  prometheus.NewDesc("masterorder_disk_state", "1 for the storage state this box is in (ok, low, full, readonly, slow).", []string{"state"}, nil),
+		fsm:    prometheus.NewDesc("masterorder_fsm_files_bytes", "Bytes of the FSM files (a snapshot capture copies as much).", nil, nil),
+		paused: prometheus.NewDesc("masterorder_fsm_paused", "1 while the state machine waits out a storage failure.", nil, nil),
+	}
+}
+
+func (c *diskCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.free
+	ch <- c.total
+	ch <- c.state
+	ch <- c.fsm
+	ch <- c.paused
+}
+
+func (c *diskCollector) Collect(ch chan<- prometheus.Metric) {
+	d := &c.n.disk
+	d.mu.Lock()
+	cur, fsmBytes, paused := d.cur, d.fsmBytes, d.pause != nil
+	d.mu.Unlock()
+	g := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+	}
+	g(c.free, float64(cur.FreeBytes))
+	g(c.total, float64(cur.TotalBytes))
+	for _, s := range []string{DiskOK, DiskLow, DiskFull, DiskReadOnly, DiskSlow} {
+		v := 0.0
+		if s == cur.State {
+			v = 1
+		}
+		g(c.state, v, s)
+	}
+	g(c.fsm, float64(fsmBytes))
+	p := 0.0
+	if paused {
+		p = 1
+	}
+	g(c.paused, p)
+}
+
 // countedLogStore counts the writes of the Raft log (one bbolt commit and
 // fsync per StoreLog or StoreLogs).
 type countedLogStore struct {
 	raft.LogStore
 	writes prometheus.Counter
-	noted  func(took time.Duration, err error) // the card's watch (disk.go)
+	noted  func(took time.Duration, err error) // the card's watch (disk_watch.go)
 }
 
 func (s countedLogStore) StoreLog(l *raft.Log) error {

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -19,6 +20,11 @@ func NodeOptions() node.Options {
 // registers its routes and leader-only workers. Call it after node.New
 // and before Start.
 func Attach(n *node.Node, cfg Config, opts Options) (*Service, error) {
+	if opts.Pages == nil {
+		// A member without its pages would be a box no browser can use:
+		// the start path passes them in (ui.Routes).
+		return nil, errors.New("orders.Attach: Options.Pages is nil (pass ui.Routes)")
+	}
 	if cfg.PublicURL == "" {
 		// No router name: the QR codes carry the name the boxes answer
 		// by mDNS, when the store has one.

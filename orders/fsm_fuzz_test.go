@@ -26,7 +26,8 @@ import (
 // the FSM, and a malformed payload of a known type must never halt it:
 // every node would halt on the same entry, and the store would stop
 // taking orders. Only a command type this version does not know, without
-// the ignorable flag, halts by design (see DESIGN.md, mixed versions).
+// the ignorable flag, halts by design (docs/architecture.md, "Determinism
+// rules for Apply": mixed versions).
 
 const (
 	fzSession  = "S0000000000000000000001"

@@ -32,6 +32,7 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders/admission"
+	"masterorder/ui"
 )
 
 func longUUID() string {
@@ -103,7 +104,7 @@ func TestLongLife(t *testing.T) {
 		// orderstest.Domain's settings (this package cannot import it).
 		dom := Defaults()
 		dom.Staff.TokenSecret, dom.Demo = strings.Repeat("0123456789abcdef", 4), true
-		s, err := Attach(n, dom, Options{})
+		s, err := Attach(n, dom, Options{Pages: ui.Routes})
 		if err != nil {
 			t.Fatal(err)
 		}

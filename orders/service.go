@@ -25,7 +25,6 @@ import (
 	"masterorder/orders/store"
 	"masterorder/orders/stream"
 	"masterorder/raftfsm"
-	"masterorder/ui"
 )
 
 // The backup's headers, named where the CLI and the tests look for them.
@@ -88,12 +87,18 @@ type Service struct {
 	guestKey []byte
 	// cloudStatusFn stands in for the cloud sync status in tests.
 	cloudStatusFn func() CloudSyncStatus
+	pages         func(*echo.Echo, *echo.Group) // Options.Pages
 }
 
 // Options configure a Service.
 type Options struct {
 	// StaffPasswordHash overrides [staff] password_hash (demo mode).
 	StaffPasswordHash string
+	// Pages mounts the web apps beside the API: the apps on e, and what
+	// of theirs sits behind staff auth in staff (ui.Routes). The caller
+	// passes them in so that the domain does not depend on its pages;
+	// Attach requires them.
+	Pages func(e *echo.Echo, staff *echo.Group)
 }
 
 // New builds the service for n with the domain's settings cfg and hooks
@@ -115,6 +120,7 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 	if opts.StaffPasswordHash != "" {
 		s.passwordHash = opts.StaffPasswordHash
 	}
+	s.pages = opts.Pages
 	issuer := &staffauth.Issuer{Secret: secret, TTL: cfg.Staff.TokenTTL.Duration,
 		// Expiry is judged on FSM time, which every node agrees on even
 		// when their wall clocks do not.
@@ -164,10 +170,8 @@ func (s *Service) revoked(id string) bool {
 	return err == nil && live
 }
 
-// Routes registers every domain endpoint and the web apps.
+// Routes registers every domain endpoint and the web apps (Options.Pages).
 func (s *Service) Routes(e *echo.Echo) {
-	ui.Register(e)
-
 	e.POST("/api/staff/login", s.login)
 	staff := e.Group("/api/staff", s.auth.Middleware(), roleGuard)
 	staff.POST("/logout", s.logout)
@@ -186,7 +190,9 @@ func (s *Service) Routes(e *echo.Echo) {
 	staff.GET("/audit", s.listAudit)
 	staff.GET("/locks", s.listLocks)
 	staff.DELETE("/locks/:key", s.releaseLock)
-	staff.GET("/qr", ui.QRHandler)
+	if s.pages != nil {
+		s.pages(e, staff)
+	}
 	s.printerRoutes(staff)
 	s.contentRoutes(e, staff)
 

@@ -47,12 +47,21 @@ var apps = []string{"guest", "kitchen", "staff", "setup", "assets"}
 //	GET /assets/*  shared JS and CSS (/assets/order-sdk.js)
 //
 // HEAD is answered on the same paths. The QR endpoint is separate
-// (QRHandler) because it sits behind staff auth.
+// (QRHandler) because it sits behind staff auth; Routes mounts both.
 func Register(e *echo.Echo) {
 	e.GET("/", func(c echo.Context) error {
 		return c.Redirect(http.StatusFound, "/staff/")
 	})
 	mount(e, apps)
+}
+
+// Routes is what a member serves of the web apps: the apps on e
+// (Register) and GET /api/staff/qr in staff, the group behind staff auth
+// (QRHandler). The member's start passes it to the domain as
+// orders.Options.Pages: the domain serves the API and imports no pages.
+func Routes(e *echo.Echo, staff *echo.Group) {
+	Register(e)
+	staff.GET("/qr", QRHandler)
 }
 
 // RegisterSetup mounts what a box in setup mode serves: the wizard at

@@ -15,6 +15,7 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
+	"masterorder/ui"
 )
 
 // Store is a running cluster with an orders.Service on every node.
@@ -78,6 +79,9 @@ func withDomain(options func(i int) node.Options) func(i int) node.Options {
 
 // attach runs on every (re)start of a node, after New and before Start.
 func (s *Store) attach(t testing.TB, opts orders.Options) func(i int, nd *node.Node) {
+	if opts.Pages == nil {
+		opts.Pages = ui.Routes // a member serves the web apps (startStore)
+	}
 	return func(i int, nd *node.Node) {
 		svc, err := orders.Attach(nd, s.Domain[i], opts)
 		if err != nil {

@@ -1,0 +1,68 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// serveDisk is GET /internal/disk: this box's card for the others'
+// status.
+func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(n.Disk())
+}
+
+// peerDiskEvery: how often each member's card is asked for.
+const peerDiskEvery = 2 * time.Second
+
+// fetchPeerDisks asks every other member for its card.
+func (n *Node) fetchPeerDisks() {
+	defer n.wg.Done()
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == n.cfg.NodeID {
+			continue
+		}
+		wg.Add(1)
+		go func(id, addr string) {
+			defer wg.Done()
+			n.fetchPeerDisk(n.ctx, id, addr)
+		}(string(srv.ID), string(srv.Address))
+	}
+	wg.Wait()
+}
+
+// fetchPeerDisk asks a member for its card (short timeout) and keeps the
+// answer; a member that does not answer keeps what it last reported.
+func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.internalURL(raftAddr, "/internal/disk"), nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
+	resp, err := n.diskHTTP.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var s DiskStatus
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&s) != nil || s.State == "" {
+		return
+	}
+	n.disk.mu.Lock()
+	if n.disk.peers == nil {
+		n.disk.peers = map[string]DiskStatus{}
+	}
+	n.disk.peers[id] = s
+	n.disk.mu.Unlock()
+}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// Audit is one row to write.
+type Audit struct {
+	At               int64
+	RequestID        string
+	ClientID         string
+	SessionID        string
+	OrderID          int64
+	ReasonCode       string
+	IdempotentReplay bool
+	Node             string
+	Detail           string
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// InsertAudit appends an audit row.
+func InsertAudit(tx DB, a Audit) error {
+	var order any
+	if a.OrderID != 0 {
+		order = a.OrderID
+	}
+	_, err := tx.Exec(`INSERT INTO audit(at, request_id, client_id, session_id, order_id, reason_code, idempotent_replay, node, detail) VALUES (?,?,?,?,?,?,?,?,?)`,
+		a.At, nullStr(a.RequestID), nullStr(a.ClientID), nullStr(a.SessionID), order, a.ReasonCode, a.IdempotentReplay, a.Node, a.Detail)
+	if err != nil {
+		return fmt.Errorf("insert audit: %w", err)
+	}
+	return nil
+}
+
+// ListAudit returns the newest entries first.
+func ListAudit(q DB, limit int) ([]AuditEntry, error) {
+	rows, err := q.Query(`SELECT id, at, request_id, client_id, session_id, order_id, reason_code, idempotent_replay, node, detail FROM audit ORDER BY id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list audit: %w", err)
+	}
+	defer rows.Close()
+	out := []AuditEntry{}
+	for rows.Next() {
+		var e AuditEntry
+		var at int64
+		var req, client, sess sql.NullString
+		var order sql.NullInt64
+		if err := rows.Scan(&e.ID, &at, &req, &client, &sess, &order, &e.ReasonCode, &e.IdempotentReplay, &e.Node, &e.Detail); err != nil {
+			return nil, fmt.Errorf("list audit: %w", err)
+		}
+		e.At = FormatTime(at)
+		if req.Valid {
+			e.RequestID = &req.String
+		}
+		if client.Valid {
+			e.ClientID = &client.String
+		}
+		if sess.Valid {
+			e.SessionID = &sess.String
+		}
+		if order.Valid {
+			e.OrderID = &order.Int64
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+const orderCols = `order_id, seq, session_id, table_id, status, items, total_price, created_at, updated_at, request_id, client_id, source`
+
+func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
+	var o Order
+	var items string
+	var created, updated int64
+	var req, client sql.NullString
+	var bumped string
+	if err := sc.Scan(&o.OrderID, &o.Seq, &o.SessionID, &o.TableID, &o.Status, &items, &o.TotalPrice, &created, &updated, &req, &client, &o.Source,
+		&o.TicketNo, &bumped); err != nil {
+		return o, err
+	}
+	if err := json.Unmarshal([]byte(items), &o.Items); err != nil {
+		return o, fmt.Errorf("order %d items: %w", o.OrderID, err)
+	}
+	if err := withLineDefaults(&o, bumped); err != nil {
+		return o, err
+	}
+	o.CreatedAt, o.UpdatedAt = FormatTime(created), FormatTime(updated)
+	if req.Valid {
+		r := req.String
+		o.RequestID = &r
+	}
+	o.ClientID = client.String
+	return o, nil
+}
+
+// InsertOrder stores a new order under o.OrderID unless that id is taken
+// (live or archived): inserted is false then, and nothing was written.
+// One statement checks and inserts (the check was a statement of its
+// own). createdAt is the leader's wall clock; r is what a resend replays
+// it by (the zero OrderReplay for none, replay.go).
+func InsertOrder(tx DB, o Order, createdAt int64, r OrderReplay) (inserted bool, err error) {
+	items, err := json.Marshal(o.Items)
+	if err != nil {
+		return false, fmt.Errorf("encode order items: %w", err)
+	}
+	var client any
+	if o.ClientID != "" {
+		client = o.ClientID
+	}
+	var fp, attempt any
+	if r != (OrderReplay{}) {
+		fp, attempt = r.Fingerprint, r.Attempt
+	}
+	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no, fingerprint, attempt, key_until, cart_until) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17
+		WHERE NOT EXISTS (SELECT 1 FROM orders_archive WHERE order_id = ?1) ON CONFLICT(order_id) DO NOTHING`,
+		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo,
+		fp, attempt, nullIfZero(r.KeyUntil), nullIfZero(r.CartUntil))
+	if err != nil {
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
+	}
+	return n == 1, nil
+}
+
+// GetOrder returns a live (not archived) order.
+func GetOrder(q DB, id int64) (Order, bool, error) { return getOrderIn(q, "orders", id) }
+
+// SetOrderStatus changes an order's status.
+func SetOrderStatus(tx DB, id int64, status string, at int64) error {
+	if _, err := tx.Exec(`UPDATE orders SET status = ?, updated_at = ? WHERE order_id = ?`, status, at, id); err != nil {
+		return fmt.Errorf("update order %d: %w", id, err)
+	}
+	return nil
+}
+
+func queryOrders(q DB, query string, args ...any) ([]Order, error) {
+	rows, err := q.Query(query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	defer rows.Close()
+	out := []Order{}
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list orders: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// SessionOrders returns a session's orders, newest first; requestID
+// narrows to the order placed with that key.
+func SessionOrders(q DB, sessionID string, limit int, requestID string) ([]Order, error) {
+	if requestID != "" {
+		return queryOrders(q, `SELECT `+orderCols+`, `+orderLineCols+` FROM orders WHERE session_id = ? AND request_id = ? ORDER BY seq DESC LIMIT ?`, sessionID, requestID, limit)
+	}
+	return queryOrders(q, `SELECT `+orderCols+`, `+orderLineCols+` FROM orders WHERE session_id = ? ORDER BY seq DESC LIMIT ?`, sessionID, limit)
+}
+
+// SessionOrdersOldestFirst returns every order of a session in order.
+func SessionOrdersOldestFirst(q DB, sessionID string) ([]Order, error) {
+	return queryOrders(q, `SELECT `+orderCols+`, `+orderLineCols+` FROM orders WHERE session_id = ? ORDER BY seq`, sessionID)
+}
+
+// KitchenOrders returns orders in the given statuses of active sessions,
+// oldest first.
+func KitchenOrders(q DB, statuses []string) ([]Order, error) {
+	if len(statuses) == 0 {
+		return []Order{}, nil
+	}
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(statuses)), ",")
+	args := make([]any, 0, len(statuses)+1)
+	for _, s := range statuses {
+		args = append(args, s)
+	}
+	args = append(args, SessionActive)
+	return queryOrders(q, `SELECT `+prefixed("o.", orderCols+", "+orderLineCols)+` FROM orders o JOIN sessions s ON s.session_id = o.session_id
+		WHERE o.status IN (`+ph+`) AND s.status = ? ORDER BY o.seq`, args...)
+}
+
+func prefixed(p, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i := range parts {
+		parts[i] = p + parts[i]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// GetOrderOrArchived returns an order from the live table or, once its
+// session was closed and housekeeping moved it, from the archive: a
+// reprint of yesterday's ticket must still find it.
+func GetOrderOrArchived(q DB, id int64) (Order, bool, error) {
+	if o, found, err := GetOrder(q, id); found || err != nil {
+		return o, found, err
+	}
+	return getOrderIn(q, "orders_archive", id)
+}
+
+// getOrderIn reads one order from table (orders or orders_archive, which
+// share orderCols).
+func getOrderIn(q DB, table string, id int64) (Order, bool, error) {
+	o, err := scanOrder(q.QueryRow(`SELECT `+orderCols+`, `+orderLineCols+` FROM `+table+` WHERE order_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, fmt.Errorf("get order %d from %s: %w", id, table, err)
+	}
+	return o, true, nil
+}
