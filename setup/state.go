@@ -12,8 +12,8 @@ import (
 	"masterorder/setup/cluster"
 )
 
-// Layout is where a box keeps things (DESIGN.md "Layout"; the brief's
-// box layout): /etc/masterorder for the config and TLS files,
+// Layout is where a box keeps things (docs/packaging.md, "The Debian
+// package"): /etc/masterorder for the config and TLS files,
 // /var/lib/masterorder for data and setup's own identity, the card's
 // boot partition for the owner's setup code and the factory-reset file.
 type Layout struct {
