@@ -408,7 +408,7 @@ func TestInternalChannelNeedsSecret(t *testing.T) {
 // A corrupt or unknown entry forwarded by a real member must not stop the
 // leader from serving: malformed envelopes are answered, not applied.
 func TestForwardedGarbageIsAnswered(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil, nil)
+	c := nodetest.Start(t, 3, nodetest.PatientRaft, nil, nil)
 	li, leader := c.WaitLeader(10 * time.Second)
 	addr := c.Configs[li].RaftAddr
 	hc := secMemberClient(t, c, (li+1)%3, 10*time.Second)

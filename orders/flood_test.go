@@ -54,7 +54,7 @@ func floodFor(t *testing.T, s *store, sess session, d time.Duration) (int64, map
 // audit as aggregated rows. The store stays consistent and no answer is
 // a 5xx.
 func TestHostilePhoneCannotFloodTheLog(t *testing.T) {
-	s := startStore(t, 3, nil)
+	s := startStore(t, 3, patient)
 	s.seedMenu()
 	sess := s.openSession("F1")
 	li, leader := s.c.WaitLeader(10 * time.Second)

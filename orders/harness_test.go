@@ -38,6 +38,12 @@ func startStore(t testing.TB, n int, mutate func(i int, c *orders.FileConfig), t
 	})
 }
 
+// patient gives a store Raft timeouts that outlast a starved CPU
+// (nodetest.PatientRaft), for tests whose verdict is "never a 5xx": an
+// election that their own load or a busy machine causes answers 503
+// NO_QUORUM, which is not theirs to judge.
+func patient(i int, c *orders.FileConfig) { nodetest.PatientRaft(i, &c.NodeConfig) }
+
 // startStoreWith starts the store with each node's options chosen by the
 // test (extra test-only commands, say).
 func startStoreWith(t testing.TB, n int, mutate func(i int, c *orders.FileConfig), options func(i int) node.Options) *store {

@@ -124,7 +124,8 @@ func hostileHasParam(path string) bool {
 }
 
 func TestHostileRequestsGetOnly4xx(t *testing.T) {
-	s := startStore(t, 3, hostileTLS(t))
+	withTLS := hostileTLS(t)
+	s := startStore(t, 3, func(i int, c *orders.FileConfig) { withTLS(i, c); patient(i, c) })
 	s.seedMenu()
 	sess := s.openSession("H1")
 	li, _ := s.c.WaitLeader(10 * time.Second)
@@ -326,7 +327,7 @@ func TestHostileRequestsGetOnly4xx(t *testing.T) {
 					bad = fmt.Sprintf("status %d without the error body", status)
 				}
 				if bad != "" {
-					failures = append(failures, fmt.Sprintf("%s: %s %.120s on node %d: %s: %.200s", r.name, r.method, r.path, k%3, bad, body))
+					failures = append(failures, fmt.Sprintf("%s: %s %.120s %.60q on node %d: %s: %.200s", r.name, r.method, r.path, r.body, k%3, bad, body))
 				}
 				mu.Unlock()
 			}

@@ -429,7 +429,7 @@ func TestPINOpensOnlyItsOwnSession(t *testing.T) {
 }
 
 func TestSecurityHeadersOnEveryResponse(t *testing.T) {
-	s := startStore(t, 3, nil)
+	s := startStore(t, 3, patient)
 	paths := []string{"/guest/", "/kitchen/", "/staff/", "/guest/index.html", "/assets/order-sdk.js", "/assets/style.css",
 		"/api/cluster/status", "/healthz", "/api/staff/menu", "/api/guest/sessions/nope", "/no/such/page", "/"}
 	for i := 0; i < 3; i++ {

@@ -76,7 +76,7 @@ func TestRestartAndSnapshotRebuildKeepIdenticalSQLite(t *testing.T) {
 
 // Bad input for every staff endpoint: 400 with a reason code, never 5xx.
 func TestStaffBadInput(t *testing.T) {
-	s := startStore(t, 3, nil)
+	s := startStore(t, 3, patient)
 	s.seedMenu()
 	sess := s.openSession("B1")
 	long := strings.Repeat("あ", 101)

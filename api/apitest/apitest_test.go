@@ -62,8 +62,12 @@ const session = "/api/guest/sessions/abcdefghijklmnop0123"
 
 // What the contract allows passes; a field, a status or a reason code it
 // lacks is reported, and so is a route it does not have.
+// deepBody is a hostile test's body: arrays nested 5000 deep.
+var deepBody = strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+
 func TestTransportReportsMismatches(t *testing.T) {
 	pin := map[string]string{"X-Session-PIN": "1234"}
+	pinJSON := map[string]string{"X-Session-PIN": "1234", "Content-Type": "application/json"}
 	cases := []struct {
 		name         string
 		method, path string
@@ -92,6 +96,19 @@ func TestTransportReportsMismatches(t *testing.T) {
 			jsonAnswer(400, `{"allowed":false,"reasonCode":"INVALID_REQUEST","message":"bad"}`), ""},
 		{"a bad request accepted", "POST", session + "/calls", pin, `{"kind":"pizza"}`,
 			jsonAnswer(200, `{"callId":1,"sessionId":"s","tableId":"T1","kind":"staff","status":"OPEN","createdAt":"2026-01-02T03:04:05Z"}`), "refuses this request"},
+		// JSON bodies are held to the schema compiled once (schemas.go).
+		{"a JSON body", "POST", session + "/calls", pinJSON, `{"kind":"staff"}`,
+			jsonAnswer(200, `{"callId":1,"sessionId":"s","tableId":"T1","kind":"staff","status":"OPEN","createdAt":"2026-01-02T03:04:05Z"}`), ""},
+		{"a bad JSON body accepted", "POST", session + "/calls", pinJSON, `{"kind":"pizza"}`,
+			jsonAnswer(200, `{"callId":1,"sessionId":"s","tableId":"T1","kind":"staff","status":"OPEN","createdAt":"2026-01-02T03:04:05Z"}`), "refuses this request"},
+		{"a JSON body with an unknown field accepted", "POST", session + "/calls", pinJSON, `{"kind":"staff","x":1}`,
+			jsonAnswer(200, `{"callId":1,"sessionId":"s","tableId":"T1","kind":"staff","status":"OPEN","createdAt":"2026-01-02T03:04:05Z"}`), "refuses this request"},
+		{"a body that is not JSON accepted", "POST", session + "/calls", pinJSON, `{"kind":`,
+			jsonAnswer(200, `{"callId":1,"sessionId":"s","tableId":"T1","kind":"staff","status":"OPEN","createdAt":"2026-01-02T03:04:05Z"}`), "refuses this request"},
+		{"a body nested thousands deep accepted", "POST", session + "/calls", pinJSON, deepBody,
+			jsonAnswer(200, `{"callId":1,"sessionId":"s","tableId":"T1","kind":"staff","status":"OPEN","createdAt":"2026-01-02T03:04:05Z"}`), "refuses this request"},
+		{"a body nested thousands deep refused", "POST", "/api/staff/login", map[string]string{"Content-Type": "application/json"}, deepBody,
+			jsonAnswer(400, `{"allowed":false,"reasonCode":"INVALID_REQUEST","message":"bad"}`), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,5 +160,18 @@ func TestCheckExchange(t *testing.T) {
 	c.CheckExchange(req, nil, 200, hdr, []byte(`{"sessionId":"abcdefghijklmnop0123","tableId":"T1","status":"ACTIVE","pin":"1234"}`), func(m string) { got = append(got, m) })
 	if len(got) != 1 || !strings.Contains(got[0], "pin") {
 		t.Fatalf("want one report of the pin field, got %q", got)
+	}
+}
+
+// BenchmarkRequestCheckDeepBody: what checking one deeply nested request
+// body costs the caller (it runs inside the request's timeout).
+func BenchmarkRequestCheckDeepBody(b *testing.B) {
+	c := MustLoad(b)
+	for b.Loop() {
+		req, _ := http.NewRequest("POST", "http://127.0.0.1:1/api/staff/login", strings.NewReader(deepBody))
+		req.Header.Set("Content-Type", "application/json")
+		if ex := c.request(req, []byte(deepBody)); ex.reqErr == nil {
+			b.Fatal("the document accepted a body of nested arrays")
+		}
 	}
 }

@@ -131,6 +131,19 @@ func Configs(t testing.TB, n int, dir string) []node.Config {
 	return cfgs
 }
 
+// PatientRaft gives a node Raft timeouts that outlast a starved CPU: a
+// test under -race beside a CPU-heavy process, or driving its own
+// cluster hard, can keep a leader from its followers for longer than
+// Configs' second, and the election that follows answers writes 503
+// NO_QUORUM. It is for tests that judge answers ("never a 5xx"), not
+// failover (pass it to Start as mutate); the first election takes up to
+// twice HeartbeatTimeout.
+func PatientRaft(_ int, c *node.Config) {
+	c.Raft.HeartbeatTimeout.Duration = 3 * time.Second
+	c.Raft.ElectionTimeout.Duration = 3 * time.Second
+	c.Raft.LeaderLeaseTimeout.Duration = 2 * time.Second
+}
+
 // Cluster is a set of nodes in this process.
 type Cluster struct {
 	T       testing.TB
@@ -193,7 +206,8 @@ func Start(t testing.TB, n int, mutate func(i int, c *node.Config), options func
 		}
 		t.Logf("%v; starting over on fresh ports", err)
 	}
-	c.WaitLeader(10 * time.Second)
+	// The first election takes up to twice the heartbeat timeout.
+	c.WaitLeader(max(10*time.Second, 4*c.Configs[0].Raft.HeartbeatTimeout.Duration))
 	return c
 }
 
