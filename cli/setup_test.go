@@ -255,7 +255,7 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 		t.Errorf("the boxes hold different manager hashes: %v", managerHashes)
 	}
 	tab := setuptest.TabletClient(t, "http://"+boxes[1].addr)
-	leaders := map[string]bool{}
+	auths := make([]map[string]string, len(boxes))
 	for i, b := range boxes {
 		base := "https://127.0.0.1:" + strconv.Itoa(b.httpsPort)
 		var login struct{ Token string }
@@ -263,16 +263,14 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 			t.Fatalf("box %d: manager login over HTTPS: %d", i, st)
 		}
 		auth := map[string]string{"Authorization": "Bearer " + login.Token}
+		auths[i] = auth
 		var st struct {
-			State  string
-			Leader *struct{ ID string }
-			Nodes  []struct{ ID string }
+			Nodes []struct{ ID string }
 		}
 		jsonCall(t, tab, "GET", base+"/api/cluster/status", auth, nil, &st)
-		if len(st.Nodes) != 3 || st.Leader == nil {
+		if len(st.Nodes) != 3 {
 			t.Fatalf("box %d status: %+v", i, st)
 		}
-		leaders[st.Leader.ID] = true
 		if i == 0 {
 			item := map[string]any{"name": "醤油ラーメン", "nameEn": "Shoyu ramen", "category": "noodles", "price": 900, "available": true}
 			if code := jsonCall(t, tab, "PUT", base+"/api/staff/menu/ramen", auth, item, nil); code != 200 {
@@ -294,9 +292,23 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 			t.Errorf("box %d: guest order: %d %+v", i, code, order)
 		}
 	}
-	if len(leaders) != 1 {
-		t.Errorf("boxes name different leaders: %v", leaders)
-	}
+	// One leader, named alike by every box. Asked of all three in one
+	// pass, again until they agree: on a loaded machine an election may
+	// fall between two boxes' answers, and the store handles that; what
+	// is judged is that the three formed one cluster.
+	var leaders map[string]bool
+	waitFor(t, "every box to name one leader", func() bool {
+		leaders = map[string]bool{}
+		for i, b := range boxes {
+			var st struct{ Leader *struct{ ID string } }
+			jsonCall(t, tab, "GET", "https://127.0.0.1:"+strconv.Itoa(b.httpsPort)+"/api/cluster/status", auths[i], nil, &st)
+			if st.Leader == nil {
+				return false
+			}
+			leaders[st.Leader.ID] = true
+		}
+		return len(leaders) == 1
+	})
 	// A member refuses every setup call, over TLS or not.
 	if _, err := setup.Probe(context.Background(), boxes[2].addr); err == nil {
 		t.Error("a member answered the claim channel's info")
