@@ -41,34 +41,29 @@ func InsertAudit(tx DB, a Audit) error {
 
 // ListAudit returns the newest entries first.
 func ListAudit(q DB, limit int) ([]AuditEntry, error) {
-	rows, err := q.Query(`SELECT id, at, request_id, client_id, session_id, order_id, reason_code, idempotent_replay, node, detail FROM audit ORDER BY id DESC LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list audit: %w", err)
+	return queryAll(q, "list audit", scanAuditEntry, `SELECT id, at, request_id, client_id, session_id, order_id, reason_code, idempotent_replay, node, detail FROM audit ORDER BY id DESC LIMIT ?`, limit)
+}
+
+func scanAuditEntry(sc rowScanner) (AuditEntry, error) {
+	var e AuditEntry
+	var at int64
+	var req, client, sess sql.NullString
+	var order sql.NullInt64
+	if err := sc.Scan(&e.ID, &at, &req, &client, &sess, &order, &e.ReasonCode, &e.IdempotentReplay, &e.Node, &e.Detail); err != nil {
+		return e, err
 	}
-	defer rows.Close()
-	out := []AuditEntry{}
-	for rows.Next() {
-		var e AuditEntry
-		var at int64
-		var req, client, sess sql.NullString
-		var order sql.NullInt64
-		if err := rows.Scan(&e.ID, &at, &req, &client, &sess, &order, &e.ReasonCode, &e.IdempotentReplay, &e.Node, &e.Detail); err != nil {
-			return nil, fmt.Errorf("list audit: %w", err)
-		}
-		e.At = FormatTime(at)
-		if req.Valid {
-			e.RequestID = &req.String
-		}
-		if client.Valid {
-			e.ClientID = &client.String
-		}
-		if sess.Valid {
-			e.SessionID = &sess.String
-		}
-		if order.Valid {
-			e.OrderID = &order.Int64
-		}
-		out = append(out, e)
+	e.At = FormatTime(at)
+	if req.Valid {
+		e.RequestID = &req.String
 	}
-	return out, rows.Err()
+	if client.Valid {
+		e.ClientID = &client.String
+	}
+	if sess.Valid {
+		e.SessionID = &sess.String
+	}
+	if order.Valid {
+		e.OrderID = &order.Int64
+	}
+	return e, nil
 }

@@ -24,7 +24,7 @@ type Call struct {
 
 const callCols = `call_id, session_id, table_id, kind, status, created_at`
 
-func scanCall(sc interface{ Scan(...any) error }) (Call, error) {
+func scanCall(sc rowScanner) (Call, error) {
 	var c Call
 	var created int64
 	if err := sc.Scan(&c.CallID, &c.SessionID, &c.TableID, &c.Kind, &c.Status, &created); err != nil {
@@ -86,20 +86,7 @@ func SetCallDone(tx DB, id int64, at int64) error {
 // limit; sessionID narrows to one session when not empty.
 func ListCalls(q DB, status, sessionID string, limit int) ([]Call, error) {
 	query := `SELECT ` + callCols + ` FROM calls WHERE (? = '' OR status = ?) AND (? = '' OR session_id = ?) ORDER BY call_id LIMIT ?`
-	rows, err := q.Query(query, status, status, sessionID, sessionID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list calls: %w", err)
-	}
-	defer rows.Close()
-	out := []Call{}
-	for rows.Next() {
-		c, err := scanCall(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list calls: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return queryAll(q, "list calls", scanCall, query, status, status, sessionID, sessionID, limit)
 }
 
 // ---- business days ----

@@ -10,7 +10,7 @@ import (
 
 const orderCols = `order_id, seq, session_id, table_id, status, items, total_price, created_at, updated_at, request_id, client_id, source`
 
-func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
+func scanOrder(sc rowScanner) (Order, error) {
 	var o Order
 	var items string
 	var created, updated int64
@@ -79,20 +79,7 @@ func SetOrderStatus(tx DB, id int64, status string, at int64) error {
 }
 
 func queryOrders(q DB, query string, args ...any) ([]Order, error) {
-	rows, err := q.Query(query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	defer rows.Close()
-	out := []Order{}
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list orders: %w", err)
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return queryAll(q, "list orders", scanOrder, query, args...)
 }
 
 // SessionOrders returns a session's orders, newest first; requestID

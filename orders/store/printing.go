@@ -67,31 +67,26 @@ func SetPrinterState(tx DB, id string, online bool, lastError *string) error {
 
 // ListPrinters returns every printer by id, with its queue length.
 func ListPrinters(q DB) ([]Printer, error) {
-	rows, err := q.Query(`SELECT p.printer_id, p.name, p.addr, p.stations, p.receipts, p.online, p.last_error,
+	return queryAll(q, "list printers", scanPrinter, `SELECT p.printer_id, p.name, p.addr, p.stations, p.receipts, p.online, p.last_error,
 		(SELECT count(*) FROM print_jobs j WHERE j.printer_id = p.printer_id)
 		FROM printers p ORDER BY p.printer_id`)
-	if err != nil {
-		return nil, fmt.Errorf("list printers: %w", err)
+}
+
+func scanPrinter(sc rowScanner) (Printer, error) {
+	var p Printer
+	var st string
+	var lastErr sql.NullString
+	if err := sc.Scan(&p.PrinterID, &p.Name, &p.Addr, &st, &p.Receipts, &p.Online, &lastErr, &p.Queued); err != nil {
+		return p, err
 	}
-	defer rows.Close()
-	out := []Printer{}
-	for rows.Next() {
-		var p Printer
-		var st string
-		var lastErr sql.NullString
-		if err := rows.Scan(&p.PrinterID, &p.Name, &p.Addr, &st, &p.Receipts, &p.Online, &lastErr, &p.Queued); err != nil {
-			return nil, fmt.Errorf("list printers: %w", err)
-		}
-		if err := json.Unmarshal([]byte(st), &p.Stations); err != nil {
-			return nil, fmt.Errorf("printer %s stations: %w", p.PrinterID, err)
-		}
-		if lastErr.Valid {
-			e := lastErr.String
-			p.LastError = &e
-		}
-		out = append(out, p)
+	if err := json.Unmarshal([]byte(st), &p.Stations); err != nil {
+		return p, fmt.Errorf("printer %s stations: %w", p.PrinterID, err)
 	}
-	return out, rows.Err()
+	if lastErr.Valid {
+		e := lastErr.String
+		p.LastError = &e
+	}
+	return p, nil
 }
 
 // PrinterStations is every printer's id and stations by id: what queueing

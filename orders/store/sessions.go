@@ -8,7 +8,7 @@ import (
 
 const sessionCols = `session_id, table_id, pin, status, opened_at, closed_at`
 
-func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
+func scanSession(sc rowScanner) (Session, error) {
 	var s Session
 	var opened int64
 	var closed sql.NullInt64
@@ -81,18 +81,5 @@ func ListSessions(q DB, status string, limit int) ([]Session, error) {
 	}
 	query += ` ORDER BY opened_at DESC, session_id LIMIT ?`
 	args = append(args, limit)
-	rows, err := q.Query(query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	defer rows.Close()
-	out := []Session{}
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return queryAll(q, "list sessions", scanSession, query, args...)
 }

@@ -73,24 +73,19 @@ func SKUExists(q DB, sku string) (bool, error) {
 // ListStock returns every sku (menu ids and topping ids), untracked ones
 // with a nil quantity.
 func ListStock(q DB) ([]StockLevel, error) {
-	rows, err := q.Query(`SELECT k.sku, s.quantity FROM (SELECT menu_id AS sku FROM menu_items UNION SELECT topping_id FROM toppings) k
+	return queryAll(q, "list stock", scanStockLevel, `SELECT k.sku, s.quantity FROM (SELECT menu_id AS sku FROM menu_items UNION SELECT topping_id FROM toppings) k
 		LEFT JOIN stock s ON s.sku = k.sku ORDER BY k.sku`)
-	if err != nil {
-		return nil, fmt.Errorf("list stock: %w", err)
+}
+
+func scanStockLevel(sc rowScanner) (StockLevel, error) {
+	var l StockLevel
+	var qn sql.NullInt64
+	if err := sc.Scan(&l.SKU, &qn); err != nil {
+		return l, err
 	}
-	defer rows.Close()
-	out := []StockLevel{}
-	for rows.Next() {
-		var l StockLevel
-		var qn sql.NullInt64
-		if err := rows.Scan(&l.SKU, &qn); err != nil {
-			return nil, fmt.Errorf("list stock: %w", err)
-		}
-		if qn.Valid {
-			v := qn.Int64
-			l.Quantity = &v
-		}
-		out = append(out, l)
+	if qn.Valid {
+		v := qn.Int64
+		l.Quantity = &v
 	}
-	return out, rows.Err()
+	return l, nil
 }
