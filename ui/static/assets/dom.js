@@ -48,11 +48,38 @@ export function show(el, on) {
 }
 
 // setError puts msg into an error element and shows it; an empty msg hides it.
+// msg is words already made (the server's message), or [T, key, params]:
+// words of the page's own, which a language switch words again (T.put).
 export function setError(el, msg) {
   if (typeof el === 'string') el = $(el);
   if (!el) return;
+  delete el.dataset.i18n;
+  delete el.dataset.i18nParams;
+  if (Array.isArray(msg)) {
+    const [T, key, params] = msg;
+    T.put(el, key, params);
+    el.hidden = false;
+    return;
+  }
   el.textContent = msg || '';
   el.hidden = !msg;
+}
+
+// fieldError marks an input as wrong and says why right below it (an
+// element .field-error after the input, made on first use); an empty msg
+// clears both. msg as for setError.
+export function fieldError(input, msg) {
+  if (typeof input === 'string') input = $(input);
+  if (!input) return;
+  let note = input.nextElementSibling;
+  if (!note || !note.classList.contains('field-error')) {
+    if (!msg) return;
+    note = h('p', { class: 'field-error error', role: 'alert' });
+    input.after(note);
+  }
+  setError(note, msg);
+  if (msg) input.setAttribute('aria-invalid', 'true');
+  else input.removeAttribute('aria-invalid');
 }
 
 export function yen(n) {

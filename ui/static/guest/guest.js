@@ -130,7 +130,7 @@ const T = createI18n(withContentStrings({
     'guest.offline': 'Offline — showing the last known orders. Ordering is paused.',
     'guest.priceChanged': 'Prices have changed. Please check your order and try again.',
   },
-}), { langs: Object.keys(GUEST_LANGS), auto: true });
+}), { langs: Object.keys(GUEST_LANGS), fallback: 'ja' });
 
 const CATEGORY_NAMES = {
   ja: { noodles: '麺類', ramen: 'ラーメン', rice: 'ご飯もの', sides: 'サイド', side: 'サイド', drinks: 'ドリンク', drink: 'ドリンク', dessert: 'デザート', desserts: 'デザート', set: 'セット', sets: 'セット', toppings: 'トッピング', other: 'その他' },

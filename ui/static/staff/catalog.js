@@ -88,17 +88,17 @@ export function createMenuPage({ api, T }) {
     const menuId = $('#menu-id').value.trim();
     const name = $('#menu-name').value.trim();
     const price = wholeNumber($('#menu-price').value);
-    if (!ID_RE.test(menuId)) return setError('#menu-error', T.t('staff.menu.invalidId'));
-    if (!name) return setError('#menu-error', T.t('staff.menu.invalidName'));
-    if (!Number.isFinite(price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
+    if (!ID_RE.test(menuId)) return setError('#menu-error', [T, 'staff.menu.invalidId']);
+    if (!name) return setError('#menu-error', [T, 'staff.menu.invalidName']);
+    if (!Number.isFinite(price)) return setError('#menu-error', [T, 'staff.menu.invalidPrice']);
     const toppings = [];
     for (const row of document.querySelectorAll('#menu-toppings [data-topping-row]')) {
       const get = (f) => row.querySelector('[data-field="' + f + '"]').value.trim();
       const t = { toppingId: get('toppingId'), name: get('name'), price: wholeNumber(get('price')) };
       if (!t.toppingId && !t.name) continue;
-      if (!ID_RE.test(t.toppingId)) return setError('#menu-error', T.t('staff.menu.invalidId'));
-      if (!t.name) return setError('#menu-error', T.t('staff.menu.invalidName'));
-      if (!Number.isFinite(t.price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
+      if (!ID_RE.test(t.toppingId)) return setError('#menu-error', [T, 'staff.menu.invalidId']);
+      if (!t.name) return setError('#menu-error', [T, 'staff.menu.invalidName']);
+      if (!Number.isFinite(t.price)) return setError('#menu-error', [T, 'staff.menu.invalidPrice']);
       toppings.push(t);
     }
     const groups = options.body();
@@ -191,7 +191,7 @@ export function createStockPage({ api, T }) {
     if (String(raw).trim() !== '') {
       quantity = wholeNumber(raw);
       if (!Number.isFinite(quantity)) {
-        if (errSel) setError(errSel, T.t('staff.stock.invalidQty'));
+        if (errSel) setError(errSel, [T, 'staff.stock.invalidQty']);
         else toast(T.t('staff.stock.invalidQty'), 'error');
         return false;
       }
@@ -214,7 +214,7 @@ export function createStockPage({ api, T }) {
     $('#stock-form').addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const sku = $('#stock-sku').value.trim();
-      if (!ID_RE.test(sku)) return setError('#stock-error', T.t('staff.menu.invalidId'));
+      if (!ID_RE.test(sku)) return setError('#stock-error', [T, 'staff.menu.invalidId']);
       setError('#stock-error', '');
       if (await put(sku, $('#stock-qty').value, '#stock-error')) {
         $('#stock-sku').value = '';

@@ -122,7 +122,7 @@ function createTablesPage() {
     const input = $('#open-session-table');
     const tableId = input.value.trim();
     if (!ID_RE.test(tableId)) {
-      setError('#open-session-error', T.t('staff.open.invalid'));
+      setError('#open-session-error', [T, 'staff.open.invalid']);
       return;
     }
     setError('#open-session-error', '');
@@ -193,7 +193,7 @@ function createTablesPage() {
         failure = failure || e;
       }
     }
-    if (failure && !orders) setError('#session-error', T.t('staff.checkout.ordersUnavailable', { message: failure.message }));
+    if (failure && !orders) setError('#session-error', [T, 'staff.checkout.ordersUnavailable', { message: failure.message }]);
     billOrders = (orders || []).slice().sort((a, b) => (Date.parse(a.createdAt) || 0) - (Date.parse(b.createdAt) || 0) || a.orderId - b.orderId);
     renderBill();
   }
@@ -396,12 +396,12 @@ function start() {
         // A kitchen login cannot run the console (every call would be
         // 403 FORBIDDEN_ROLE): say where it belongs.
         await api.logout();
-        setError('#login-error', T.t('staff.login.kitchenRole'));
+        setError('#login-error', [T, 'staff.login.kitchenRole']);
         return;
       }
       showApp();
     } catch (e) {
-      setError('#login-error', e.message || T.t('login.failed'));
+      setError('#login-error', e.message || [T, 'login.failed']);
     }
   });
   $('#logout').addEventListener('click', async () => {
