@@ -113,10 +113,13 @@ export function createContentEditor({ api, T }) {
   function renderPhoto() {
     const row = clear($('#menu-photo-row'));
     const src = preview || (!removePicture && item && item.imageUrl) || '';
+    // Element.append writes a null as the word "null": only what there is.
     row.append(
-      src ? h('img', { id: 'menu-picture-preview', src, alt: '' }) : h('span', { class: 'muted small-text', text: T.t('staff.content.noPicture') }),
-      h('input', { id: 'menu-picture', type: 'file', accept: 'image/jpeg,image/png,image/webp', onchange: onFile }),
-      src ? h('button', { id: 'menu-picture-remove', type: 'button', class: 'small', text: T.t('staff.content.removePicture'), onclick: onRemove }) : null,
+      ...[
+        src ? h('img', { id: 'menu-picture-preview', src, alt: '' }) : h('span', { class: 'muted small-text', text: T.t('staff.content.noPicture') }),
+        h('input', { id: 'menu-picture', type: 'file', accept: 'image/jpeg,image/png,image/webp', onchange: onFile }),
+        src ? h('button', { id: 'menu-picture-remove', type: 'button', class: 'small', text: T.t('staff.content.removePicture'), onclick: onRemove }) : null,
+      ].filter(Boolean),
     );
   }
 

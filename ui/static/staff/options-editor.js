@@ -1,10 +1,13 @@
 // options-editor.js — the menu form's option groups (API.md "Menu:
-// options, notes, stations, languages"): a group's id, names and how many
+// options, notes, stations, languages"): a group's names and how many
 // choices it takes (min ≥ 1: the guest must choose), and its options with
-// their surcharges. A group's or option's other-language names are not
-// edited here; they are kept as they are through a save.
+// their surcharges. Ids are no field of the owner's: a group's or option's
+// id once made stays, a new one is made from its name (ids.js). A group's
+// or option's other-language names are not edited here; they are kept as
+// they are through a save.
 
 import { $, h, clear } from '/assets/dom.js';
+import { newId } from '/staff/ids.js';
 
 export const OPTION_STRINGS = {
   ja: {
@@ -12,11 +15,9 @@ export const OPTION_STRINGS = {
     'staff.options.help': '最小 1 以上のグループはお客様が必ず選びます。',
     'staff.options.addGroup': '＋ 選択肢グループを追加',
     'staff.options.removeGroup': 'グループを削除',
-    'staff.options.groupId': 'グループID',
     'staff.options.min': '最小',
     'staff.options.max': '最大',
     'staff.options.addOption': '＋ 選択肢を追加',
-    'staff.options.optionId': '選択肢ID',
     'staff.options.remove': '削除',
     'staff.options.invalidCount': '選択肢グループの最小・最大は 0 以上の整数で、最小 ≤ 最大 にしてください。',
     'staff.options.noOptions': '選択肢グループには選択肢が 1 つ以上必要です。',
@@ -26,18 +27,14 @@ export const OPTION_STRINGS = {
     'staff.options.help': 'A group with a minimum of 1 or more must be chosen by the guest.',
     'staff.options.addGroup': '+ Add a choice group',
     'staff.options.removeGroup': 'Remove group',
-    'staff.options.groupId': 'Group id',
     'staff.options.min': 'Min',
     'staff.options.max': 'Max',
     'staff.options.addOption': '+ Add a choice',
-    'staff.options.optionId': 'Choice id',
     'staff.options.remove': 'Remove',
     'staff.options.invalidCount': 'A group’s min and max are whole numbers of 0 or more, min ≤ max.',
     'staff.options.noOptions': 'A choice group needs at least one choice.',
   },
 };
-
-const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 function wholeNumber(v) {
   const s = String(v).trim();
@@ -63,8 +60,7 @@ export function createOptionsEditor({ T }) {
   function optionRow(o) {
     const row = h(
       'div',
-      { class: 'option-edit', dataset: { optionRow: '' } },
-      input('optionId', o && o.optionId, T.t('staff.options.optionId'), { maxlength: '64', autocomplete: 'off' }),
+      { class: 'option-edit', dataset: { optionRow: '', id: (o && o.optionId) || '' } },
       input('name', o && o.name, T.t('staff.menu.name'), { maxlength: '100' }),
       input('nameEn', o && o.nameEn, T.t('staff.menu.nameEn'), { maxlength: '100' }),
       input('price', o ? o.price : 0, T.t('staff.menu.price'), { type: 'number', min: '0', step: '1', inputmode: 'numeric' }),
@@ -80,11 +76,10 @@ export function createOptionsEditor({ T }) {
     if (!g) options.append(optionRow(null));
     const box = h(
       'fieldset',
-      { class: 'option-group-edit', dataset: { groupRow: '' } },
+      { class: 'option-group-edit', dataset: { groupRow: '', id: (g && g.groupId) || '' } },
       h(
         'div',
         { class: 'option-group-head' },
-        input('groupId', g && g.groupId, T.t('staff.options.groupId'), { maxlength: '64', autocomplete: 'off' }),
         input('name', g && g.name, T.t('staff.menu.name'), { maxlength: '100' }),
         input('nameEn', g && g.nameEn, T.t('staff.menu.nameEn'), { maxlength: '100' }),
         input('min', g ? g.min : 0, T.t('staff.options.min'), { type: 'number', min: '0', step: '1', inputmode: 'numeric' }),
@@ -114,34 +109,61 @@ export function createOptionsEditor({ T }) {
     );
   }
 
-  // body reads the groups; rows left wholly empty are ignored.
+  // body reads the groups; rows left wholly empty are ignored. A wrong
+  // field comes back as {error: {input, key}}. The rows' objects are kept
+  // for assignIds.
+  let read = [];
   function body() {
     const optionGroups = [];
+    read = [];
     for (const box of document.querySelectorAll('#menu-options [data-group-row]')) {
-      const get = (row, f) => row.querySelector('[data-field="' + f + '"]').value.trim();
+      const field = (row, f) => row.querySelector('[data-field="' + f + '"]');
+      const get = (row, f) => field(row, f).value.trim();
       const head = box.querySelector('.option-group-head');
       const options = [];
       for (const row of box.querySelectorAll('[data-option-row]')) {
-        const o = { optionId: get(row, 'optionId'), name: get(row, 'name'), nameEn: get(row, 'nameEn'), price: wholeNumber(get(row, 'price') || '0') };
+        const o = { optionId: row.dataset.id, name: get(row, 'name'), nameEn: get(row, 'nameEn'), price: wholeNumber(get(row, 'price') || '0') };
         if (!o.optionId && !o.name && !o.nameEn) continue;
-        if (!ID_RE.test(o.optionId)) return { error: T.t('staff.menu.invalidId') };
-        if (!o.name) return { error: T.t('staff.menu.invalidName') };
-        if (!Number.isFinite(o.price)) return { error: T.t('staff.menu.invalidPrice') };
+        if (!o.name) return { error: { input: field(row, 'name'), key: 'staff.menu.invalidName' } };
+        if (!Number.isFinite(o.price)) return { error: { input: field(row, 'price'), key: 'staff.menu.invalidPrice' } };
         o.names = names.get(row) || {};
         options.push(o);
+        read.push([row, o]);
       }
-      const g = { groupId: get(head, 'groupId'), name: get(head, 'name'), nameEn: get(head, 'nameEn'), min: wholeNumber(get(head, 'min')), max: wholeNumber(get(head, 'max')) };
+      const g = { groupId: box.dataset.id, name: get(head, 'name'), nameEn: get(head, 'nameEn'), min: wholeNumber(get(head, 'min')), max: wholeNumber(get(head, 'max')) };
       if (!g.groupId && !g.name && !g.nameEn && !options.length) continue;
-      if (!ID_RE.test(g.groupId)) return { error: T.t('staff.menu.invalidId') };
-      if (!g.name) return { error: T.t('staff.menu.invalidName') };
-      if (!options.length) return { error: T.t('staff.options.noOptions') };
-      if (!Number.isFinite(g.min) || !Number.isFinite(g.max) || g.max < 1 || g.min > g.max) return { error: T.t('staff.options.invalidCount') };
+      if (!g.name) return { error: { input: field(head, 'name'), key: 'staff.menu.invalidName' } };
+      if (!options.length) return { error: { input: field(head, 'name'), key: 'staff.options.noOptions' } };
+      if (!Number.isFinite(g.min) || !Number.isFinite(g.max) || g.max < 1 || g.min > g.max) return { error: { input: field(head, 'min'), key: 'staff.options.invalidCount' } };
       g.names = names.get(box) || {};
       g.options = options;
       optionGroups.push(g);
+      read.push([box, g]);
     }
     return { optionGroups };
   }
 
-  return { fill, body };
+  // assignIds gives the groups and options body() read that have no id
+  // one from their names: a group's unique in the item, an option's in
+  // its group. The rows keep it, so a second save sends the same.
+  function assignIds() {
+    const groupIds = new Set(read.filter(([, v]) => v.groupId).map(([, v]) => v.groupId));
+    for (const [row, v] of read) {
+      if (!('options' in v)) continue;
+      if (!v.groupId) {
+        v.groupId = newId([v.nameEn, v.name], groupIds, 'choice');
+        groupIds.add(v.groupId);
+        row.dataset.id = v.groupId;
+      }
+      const optionIds = new Set(v.options.filter((o) => o.optionId).map((o) => o.optionId));
+      for (const o of v.options) {
+        if (o.optionId) continue;
+        o.optionId = newId([o.nameEn, o.name], optionIds, 'option');
+        optionIds.add(o.optionId);
+        for (const [r, x] of read) if (x === o) r.dataset.id = o.optionId;
+      }
+    }
+  }
+
+  return { fill, body, assignIds };
 }
