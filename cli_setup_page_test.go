@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"masterorder/setup"
+	"masterorder/setup/cluster"
 )
 
 // The setup page as an owner meets it on a phone or a tablet set to a
@@ -104,6 +105,13 @@ func TestSetupPageInTheBrowsersLanguage(t *testing.T) {
 	steps := wt.eval(`JSON.stringify(Object.values(window.__steps))`)
 	if steps != `[["found","claimed","started","joined","ready"]]` {
 		t.Errorf("the progress showed %s, want every step in order", steps)
+	}
+
+	// The shop's name as typed is in the box's config: the headers show it.
+	if raw, err := os.ReadFile(boxes[0].layout.ConfigPath()); err != nil {
+		t.Error(err)
+	} else if cfg, err := cluster.ParseConfig(raw); err != nil || cfg.Shop.Name != "Ramen Tanaka" {
+		t.Errorf("the config's shop name: %q (%v)", cfg.Shop.Name, err)
 	}
 
 	// The done page: print first, then the certificate (with the iPhone's

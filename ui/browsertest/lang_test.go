@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -43,4 +44,28 @@ func TestStaffAndKitchenInTheBrowsersLanguage(t *testing.T) {
 	if got := eval[string](st, `document.title + ' | ' + document.querySelector('#login-error').textContent`); !strings.HasPrefix(got, "MasterOrder — スタッフ画面 | これはキッチン用のパスワードです。") {
 		t.Errorf("after switching to Japanese: %q", got)
 	}
+}
+
+// The shop's name ([shop] name, the setup wizard's) is on the staff
+// screen's header and, once the PIN is in, on the guest page's.
+func TestShopNameOnTheHeaders(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	st := b.open("staff", s.url(0)+"/staff/", phoneW, phoneH)
+	st.login()
+	st.waitFor("the shop's name on the staff header", `document.querySelector('.topbar #shop-label').textContent === `+jsString(shopName)+` && !document.querySelector('#shop-label').hidden`, 10*time.Second)
+	sess := s.openSession(0, "N1")
+	g := b.open("guest", s.url(1)+"/guest/?s="+sess.SessionID, phoneW, phoneH)
+	g.waitVisible("#pin-input")
+	g.typeInto("#pin-input", sess.PIN)
+	g.click("#pin-submit")
+	g.waitFor("the shop's name on the guest header", `document.querySelector('.topbar .brand').textContent === `+jsString(shopName)+` && document.title === `+jsString(shopName), 10*time.Second)
+	g.checkLayout("guest header with the shop's name")
+	st.checkLayout("staff header with the shop's name")
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -339,6 +339,16 @@ function showScreen(name) {
 
 function renderHeader() {
   $('#table-label').textContent = state.info && state.info.tableId ? T.t('guest.table', { table: state.info.tableId }) : '';
+  // The shop's name, once the session tells it, in place of "Mobile order".
+  const shop = (state.info && state.info.shopName) || '';
+  const brand = $('#guest-brand');
+  if (shop) {
+    delete brand.dataset.i18n;
+    brand.textContent = shop;
+    document.title = shop;
+  } else {
+    T.put(brand, 'guest.brand');
+  }
 }
 
 // setOffline shows the banner while the store servers answer from a box

@@ -353,6 +353,11 @@ async function showApp() {
       nodeId = st.nodeId;
       renderNodeLabel();
     }
+    // The staff view of the status names the shop.
+    const full = await api.get('/api/cluster/status', { timeoutMs: 5000 });
+    const shop = $('#shop-label');
+    shop.textContent = (full && full.shopName) || '';
+    shop.hidden = !shop.textContent;
   } catch (_) {
     // the cluster page says more
   }
