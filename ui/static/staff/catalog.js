@@ -5,6 +5,7 @@ import { $, h, clear, setError, fieldError, yen, toast } from '/assets/dom.js';
 import { createContentEditor } from '/staff/content-editor.js';
 import { createOptionsEditor } from '/staff/options-editor.js';
 import { ID_RE, newId } from '/staff/ids.js';
+import { createMenuImport } from '/staff/menu-import.js';
 
 function wholeNumber(v) {
   const s = String(v).trim();
@@ -19,6 +20,7 @@ export function createMenuPage({ api, T }) {
   let categories = {}; // category → names by language
   const content = createContentEditor({ api, T });
   const options = createOptionsEditor({ T });
+  const csv = createMenuImport({ api, T, items: () => items, reload: () => load() });
 
   async function load() {
     try {
@@ -56,7 +58,7 @@ export function createMenuPage({ api, T }) {
   function toppingRow(t) {
     const row = h(
       'div',
-      { class: 'topping-edit', dataset: { toppingRow: '', toppingId: (t && t.toppingId) || '' } },
+      { class: 'topping-edit', dataset: { toppingRow: '', toppingId: (t && t.toppingId) || '', nameEn: (t && t.nameEn) || '' } },
       h('input', { type: 'text', dataset: { field: 'name' }, value: (t && t.name) || '', 'aria-label': T.t('staff.menu.name') }),
       h('input', { type: 'number', dataset: { field: 'price' }, value: t ? String(t.price) : '0', min: '0', step: '1', 'aria-label': T.t('staff.menu.price') }),
       h('button', { type: 'button', class: 'small', text: T.t('staff.menu.removeTopping'), onclick: () => row.remove() }),
@@ -75,13 +77,14 @@ export function createMenuPage({ api, T }) {
     return taken;
   }
 
-  // toppingIdFor is the id for a new topping row: the id another item's
-  // topping of the same name has (so they share their stock), else a new one.
-  function toppingIdFor(name, taken) {
-    for (const it of items) for (const t of it.toppings || []) if (t.name === name) return t.toppingId;
+  // toppingFor is the id and English name for a new topping row: another
+  // item's topping of the same name (so they share their stock), else a
+  // new id.
+  function toppingFor(name, taken) {
+    for (const it of items) for (const t of it.toppings || []) if (t.name === name) return { toppingId: t.toppingId, nameEn: t.nameEn || '' };
     const id = newId([name], taken, 'topping');
     taken.add(id);
-    return id;
+    return { toppingId: id, nameEn: '' };
   }
 
   let filled = false;
@@ -124,7 +127,7 @@ export function createMenuPage({ api, T }) {
     const toppings = [];
     for (const row of document.querySelectorAll('#menu-toppings [data-topping-row]')) {
       const input = (f) => row.querySelector('[data-field="' + f + '"]');
-      const t = { toppingId: row.dataset.toppingId, name: input('name').value.trim(), price: wholeNumber(input('price').value.trim()) };
+      const t = { toppingId: row.dataset.toppingId, nameEn: row.dataset.nameEn, name: input('name').value.trim(), price: wholeNumber(input('price').value.trim()) };
       if (!t.toppingId && !t.name) continue;
       if (!t.name) return wrong(input('name'), 'staff.menu.invalidName');
       if (!Number.isFinite(t.price)) return wrong(input('price'), 'staff.menu.invalidPrice');
@@ -136,9 +139,12 @@ export function createMenuPage({ api, T }) {
     // from the names. Chosen only now, when nothing is wrong.
     const menuId = editing || newId([name, $('#menu-name-en').value.trim()], taken, 'item');
     taken.add(menuId);
-    for (const t of toppings) if (!t.toppingId) t.toppingId = toppingIdFor(t.name, taken);
+    for (const t of toppings) if (!t.toppingId) Object.assign(t, toppingFor(t.name, taken));
     options.assignIds();
+    const current = items.find((i) => i.menuId === editing);
     const body = menuBody({
+      // its place in the menu; a new item goes last
+      sortOrder: current ? current.sortOrder : Math.max(0, ...items.map((i) => Number(i.sortOrder) || 0)) + 1,
       station: $('#menu-station').value.trim() || 'kitchen',
       optionGroups: groups.optionGroups,
       name,
@@ -168,9 +174,17 @@ export function createMenuPage({ api, T }) {
     $('#menu-reload').addEventListener('click', load);
     $('#menu-topping-add').addEventListener('click', () => $('#menu-toppings').append(toppingRow(null)));
     $('#menu-category').addEventListener('input', () => content.renderCategory());
+    csv.bind();
   }
 
-  return { bind, enter: load, rerender: render };
+  return {
+    bind,
+    enter: load,
+    rerender: () => {
+      render();
+      csv.render();
+    },
+  };
 }
 
 // ---------------------------------------------------------------- stock

@@ -4,15 +4,14 @@
 
 import { $, h, clear } from '/assets/dom.js';
 import { OPTION_STRINGS } from '/staff/options-editor.js';
+import { ALLERGEN_CODES, ALLERGEN_NAMES } from '/staff/allergens.js';
+
+export { ALLERGEN_CODES };
 
 export const CONTENT_LANGS = [
   ['zh-Hans', '中文（简体）'],
   ['ko', '한국어'],
 ];
-
-export const ALLERGEN_CODES = ['wheat', 'buckwheat', 'egg', 'milk', 'peanut', 'shrimp', 'crab', 'walnut', 'soy', 'sesame', 'fish', 'shellfish', 'pork', 'beef', 'chicken', 'alcohol'];
-const ALLERGEN_JA = ['小麦', 'そば', '卵', '乳', '落花生', 'えび', 'かに', 'くるみ', '大豆', 'ごま', '魚', '貝', '豚肉', '牛肉', '鶏肉', 'アルコール'];
-const ALLERGEN_EN = ['Wheat', 'Buckwheat', 'Egg', 'Milk', 'Peanut', 'Shrimp', 'Crab', 'Walnut', 'Soy', 'Sesame', 'Fish', 'Shellfish', 'Pork', 'Beef', 'Chicken', 'Alcohol'];
 
 const MAX_PICTURE = 256 * 1024;
 
@@ -30,7 +29,7 @@ export const CONTENT_STRINGS = {
     'staff.content.pictureType': 'JPEG・PNG・WebP の写真を選んでください。',
     'staff.content.pictureSaved': '写真を保存しました',
     'staff.content.categoryNames': 'カテゴリ「{category}」の名前（英語・他の言語）',
-    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_JA[i]])),
+    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_NAMES.ja[i]])),
   },
   en: {
     'staff.content.title': 'Description, allergens, picture, languages',
@@ -45,7 +44,7 @@ export const CONTENT_STRINGS = {
     'staff.content.pictureType': 'Choose a JPEG, PNG or WebP picture.',
     'staff.content.pictureSaved': 'Picture saved',
     'staff.content.categoryNames': 'Names of the category "{category}" (English, other languages)',
-    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_EN[i]])),
+    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_NAMES.en[i]])),
   },
 };
 

@@ -14,14 +14,15 @@ import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/c
 import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 import { createPrintersPage } from '/staff/printers.js';
 import { withContentStrings } from '/staff/content-editor.js';
+import { CSV_STRINGS } from '/staff/menucsv.js';
 import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
 
 const T = createI18n(
   withHealthStrings(
     withContentStrings(
       withCallStrings({
-        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja),
-        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en),
+        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja),
+        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en),
       }),
     ),
   ),
