@@ -146,24 +146,47 @@ func TestSetupPageInTheBrowsersLanguage(t *testing.T) {
 
 // TestSetupFailureScreenSaysSo: when the shop cannot be made (the only
 // box's card refuses its files), the progress screen's title and help say
-// it failed, not "Creating your shop… Keep this page open".
+// it failed, not "Creating your shop… Keep this page open", in the
+// browser's language (setup-failed-<lang>-<width>.png in
+// $MO_SCREENSHOT_DIR when set).
 func TestSetupFailureScreenSaysSo(t *testing.T) {
-	bctx := startWizardChromium(t, 4*time.Minute)
-	boxes := startSetupBoxes(t, 1, func(i int, l setup.Layout) []string {
-		os.MkdirAll(l.EtcDir, 0o755)
-		os.WriteFile(l.TLSDir(), []byte("not a folder"), 0o644)
-		return nil
-	})
-	wt := openWizardAs(t, bctx, "en-US,en", 390, 844, boxes[0], 1)
-	wt.do("next", chromedp.Click(chromedp.CSS("#box-next")))
-	wt.until("shop form", visible("#shop-name"), 10*time.Second)
-	wt.do("create", chromedp.SendKeys(chromedp.CSS("#shop-name"), "Ramen Tanaka"),
-		chromedp.SendKeys(chromedp.CSS("#manager-pw"), setupManagerPW),
-		chromedp.SendKeys(chromedp.CSS("#kitchen-pw"), setupKitchenPW),
-		chromedp.Click(chromedp.CSS("#shop-create")))
-	wt.until("failed", visible("#progress-error"), 2*time.Minute)
-	got := wt.eval(`document.querySelector('#step-progress h2').textContent + ' | ' + document.querySelector('#step-progress > p').textContent`)
-	if strings.Contains(got, "Creating") || strings.Contains(got, "Keep this page open") || !strings.Contains(got, "could not be created") {
-		t.Errorf("the failure screen says %q", got)
+	bctx := startWizardChromium(t, 6*time.Minute)
+	for _, c := range []struct {
+		lang, languages, creating, keepOpen, failed string
+	}{
+		{"en", "en-US,en", "Creating", "Keep this page open", "could not be created"},
+		{"ja", "ja-JP,ja", "作成しています", "この画面を閉じないでください", "お店を作れませんでした"},
+	} {
+		for _, w := range []int64{390, 1024} {
+			t.Run(fmt.Sprintf("%s-%d", c.lang, w), func(t *testing.T) {
+				boxes := startSetupBoxes(t, 1, func(i int, l setup.Layout) []string {
+					os.MkdirAll(l.EtcDir, 0o755)
+					os.WriteFile(l.TLSDir(), []byte("not a folder"), 0o644)
+					return nil
+				})
+				h := int64(844)
+				if w > 800 {
+					h = 768
+				}
+				wt := openWizardAs(t, bctx, c.languages, w, h, boxes[0], 1)
+				wt.lang = c.lang
+				if d := os.Getenv("MO_SCREENSHOT_DIR"); d != "" {
+					wt.dir = d
+				}
+				wt.do("next", chromedp.Click(chromedp.CSS("#box-next")))
+				wt.until("shop form", visible("#shop-name"), 10*time.Second)
+				wt.do("create", chromedp.SendKeys(chromedp.CSS("#shop-name"), "Ramen Tanaka"),
+					chromedp.SendKeys(chromedp.CSS("#manager-pw"), setupManagerPW),
+					chromedp.SendKeys(chromedp.CSS("#kitchen-pw"), setupKitchenPW),
+					chromedp.Click(chromedp.CSS("#shop-create")))
+				wt.until("failed", visible("#progress-error"), 2*time.Minute)
+				wt.until("the box's steps shown up to its failure", `!!document.querySelector('.progress-item.is-failed .err')`, 10*time.Second)
+				got := wt.eval(`document.querySelector('#step-progress h2').textContent + ' | ' + document.querySelector('#step-progress > p').textContent`)
+				if strings.Contains(got, c.creating) || strings.Contains(got, c.keepOpen) || !strings.Contains(got, c.failed) {
+					t.Errorf("the failure screen says %q", got)
+				}
+				wt.shot("failed")
+			})
+		}
 	}
 }

@@ -60,7 +60,19 @@ func TestShopNameOnTheHeaders(t *testing.T) {
 	g.typeInto("#pin-input", sess.PIN)
 	g.click("#pin-submit")
 	g.waitFor("the shop's name on the guest header", `document.querySelector('.topbar .brand').textContent === `+jsString(shopName)+` && document.title === `+jsString(shopName), 10*time.Second)
-	g.checkLayout("guest header with the shop's name")
+	// The guest's menu under the shop's name, ja and en, 390 and 1024 px.
+	for _, lang := range []string{"ja", "en"} {
+		chooseLang(g, lang)
+		g.waitFor("the menu in "+lang, `document.documentElement.lang === '`+lang+`'`, 5*time.Second)
+		for _, d := range []struct {
+			w, h int64
+			tag  string
+		}{{phoneW, phoneH, "390"}, {tabletW, tabletH, "1024"}} {
+			g.viewport(d.w, d.h)
+			g.do(scrollTop())
+			g.screenshot("guest-menu-" + lang + "-" + d.tag)
+		}
+	}
 	st.checkLayout("staff header with the shop's name")
 }
 

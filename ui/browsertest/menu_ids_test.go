@@ -36,7 +36,7 @@ func TestStaffMenuIdsFromNames(t *testing.T) {
 	if st.eval(`!!document.querySelector('#menu-id')`) {
 		t.Error("the menu form still asks for an id")
 	}
-	st.screenshot("staff-menu-list-phone")
+	docShots(st, "staff-menu", `!!document.querySelector('#menu-list tr[data-menu-id="shoyu"]')`)
 	if got := eval[string](st, `document.querySelector('#menu-content').innerText`); regexpNull.MatchString(got) {
 		t.Errorf("the content block shows %q", got)
 	}
@@ -72,8 +72,13 @@ func TestStaffMenuIdsFromNames(t *testing.T) {
 	if !st.eval(`document.querySelector('#menu-error').hidden`) {
 		t.Error("the message shows at the bottom of the form too")
 	}
-	st.scrollBelowBars("#menu-form")
-	st.screenshot("staff-menu-field-error-phone")
+	docShotsBelow(st, "staff-menu-error", "", "#menu-form")
+	// In English, the whole form speaks English, the name's message too.
+	st.click("#lang-toggle")
+	if got := eval[string](st, `[document.querySelector('#menu-form-title'), document.querySelector('#menu-name + .field-error'), document.querySelector('#menu-options h3'), document.querySelector('#menu-content h3')].map((e) => e.textContent).join(' | ')`); got != "New item | Enter a name. | Choices (noodle firmness, …) | Description, allergens, picture, languages" {
+		t.Errorf("the new-item form in English: %q", got)
+	}
+	st.click("#lang-toggle")
 	st.typeInto("#menu-name", "醤油らーめん")
 	st.click("#menu-save")
 	st.waitVisible(`#menu-list tr[data-menu-id="ramen"]`)

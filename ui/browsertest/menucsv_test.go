@@ -62,8 +62,7 @@ func TestStaffMenuCSV(t *testing.T) {
 	if !st.eval(`document.querySelector('#menu-csv-import').disabled && document.querySelector('#menu-csv-rows tr[data-row="2"]').dataset.state === 'new'`) {
 		t.Error("import possible with bad rows, or row 2 not new")
 	}
-	st.scrollBelowBars("#menu-csv")
-	st.screenshot("staff-menu-csv-bad-tablet")
+	docShotsBelow(st, "staff-menu-csv", "", "#menu-csv")
 	st.click("#menu-csv-import") // disabled: nothing happens
 	if n := len(s.menu(0)); n != before {
 		t.Fatalf("a CSV with bad rows changed the menu: %d items, were %d", n, before)
@@ -79,7 +78,7 @@ func TestStaffMenuCSV(t *testing.T) {
 	st.chooseCSV(csv.String())
 	st.waitFor("40 new rows", `document.querySelectorAll('#menu-csv-rows tr[data-state="new"]').length === 40 && !document.querySelector('#menu-csv-import').disabled`, 10*time.Second)
 	st.scrollBelowBars("#menu-csv")
-	st.screenshot("staff-menu-csv-preview-tablet")
+	st.screenshot("staff-menu-csv-preview")
 	st.click("#menu-csv-import")
 	st.waitFor("the list with 40 more", fmt.Sprintf(`document.querySelectorAll('#menu-list tr[data-menu-id]').length === %d && document.querySelector('#menu-csv-preview').hidden`, before+40), 20*time.Second)
 	menu := s.menu(0)

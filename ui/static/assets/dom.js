@@ -13,7 +13,9 @@ export function $$(sel, root) {
   return Array.from((root || document).querySelectorAll(sel));
 }
 
-// h('button', {class: 'primary', dataset: {menuId: 'ramen'}, onclick: f}, 'text', child…)
+// h('button', {class: 'primary', dataset: {menuId: 'ramen'}, onclick: f}, 'text', child…);
+// {words: [T, key, params]} instead of {text: …} keeps the key on the
+// element, so that T.apply() words it again in the next language.
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -22,6 +24,7 @@ export function h(tag, attrs, ...children) {
     else if (k === 'dataset') Object.assign(el.dataset, v);
     else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
     else if (k === 'text') el.textContent = v;
+    else if (k === 'words') v[0].put(el, v[1], v[2]); // [T, key, params]: worded again on a language switch
     else if (v === true) el.setAttribute(k, '');
     else el.setAttribute(k, String(v));
   }

@@ -59,9 +59,9 @@ export function createMenuPage({ api, T }) {
     const row = h(
       'div',
       { class: 'topping-edit', dataset: { toppingRow: '', toppingId: (t && t.toppingId) || '', nameEn: (t && t.nameEn) || '' } },
-      h('input', { type: 'text', dataset: { field: 'name' }, value: (t && t.name) || '', 'aria-label': T.t('staff.menu.name') }),
-      h('input', { type: 'number', dataset: { field: 'price' }, value: t ? String(t.price) : '0', min: '0', step: '1', 'aria-label': T.t('staff.menu.price') }),
-      h('button', { type: 'button', class: 'small', text: T.t('staff.menu.removeTopping'), onclick: () => row.remove() }),
+      h('input', { type: 'text', dataset: { field: 'name', i18nAriaLabel: 'staff.menu.name' }, value: (t && t.name) || '', 'aria-label': T.t('staff.menu.name') }),
+      h('input', { type: 'number', dataset: { field: 'price', i18nAriaLabel: 'staff.menu.price' }, value: t ? String(t.price) : '0', min: '0', step: '1', 'aria-label': T.t('staff.menu.price') }),
+      h('button', { type: 'button', class: 'small', words: [T, 'staff.menu.removeTopping'], onclick: () => row.remove() }),
     );
     return row;
   }
@@ -93,7 +93,7 @@ export function createMenuPage({ api, T }) {
     filled = true;
     editing = item ? item.menuId : null;
     $('#menu-form').dataset.menuId = editing || '';
-    $('#menu-form-title').textContent = item ? T.t('staff.menu.edit') : T.t('staff.menu.create');
+    T.put('#menu-form-title', item ? 'staff.menu.edit' : 'staff.menu.create');
     for (const el of document.querySelectorAll('#menu-form [aria-invalid]')) fieldError(el, '');
     $('#menu-name').value = item ? item.name || '' : '';
     $('#menu-name-en').value = item ? item.nameEn || '' : '';

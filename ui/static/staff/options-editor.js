@@ -46,13 +46,14 @@ function wholeNumber(v) {
 export function createOptionsEditor({ T }) {
   const names = new WeakMap(); // row → its stored other-language names
 
-  // input is one field with its caption above it (a filled field shows no
-  // placeholder, and "size" next to "量" says nothing by itself).
+  // input is one field with its caption (the text key label) above it (a
+  // filled field shows no placeholder, and "size" next to "量" says
+  // nothing by itself).
   function input(field, value, label, attrs) {
     return h(
       'label',
       { class: 'option-field' },
-      h('span', { text: label }),
+      h('span', { words: [T, label] }),
       h('input', Object.assign({ type: 'text', dataset: { field }, value: value == null ? '' : String(value) }, attrs || {})),
     );
   }
@@ -61,10 +62,10 @@ export function createOptionsEditor({ T }) {
     const row = h(
       'div',
       { class: 'option-edit', dataset: { optionRow: '', id: (o && o.optionId) || '' } },
-      input('name', o && o.name, T.t('staff.menu.name'), { maxlength: '100' }),
-      input('nameEn', o && o.nameEn, T.t('staff.menu.nameEn'), { maxlength: '100' }),
-      input('price', o ? o.price : 0, T.t('staff.menu.price'), { type: 'number', min: '0', step: '1', inputmode: 'numeric' }),
-      h('button', { type: 'button', class: 'small', dataset: { action: 'remove-option' }, text: T.t('staff.options.remove'), onclick: () => row.remove() }),
+      input('name', o && o.name, 'staff.menu.name', { maxlength: '100' }),
+      input('nameEn', o && o.nameEn, 'staff.menu.nameEn', { maxlength: '100' }),
+      input('price', o ? o.price : 0, 'staff.menu.price', { type: 'number', min: '0', step: '1', inputmode: 'numeric' }),
+      h('button', { type: 'button', class: 'small', dataset: { action: 'remove-option' }, words: [T, 'staff.options.remove'], onclick: () => row.remove() }),
     );
     if (o && o.names) names.set(row, o.names);
     return row;
@@ -80,17 +81,17 @@ export function createOptionsEditor({ T }) {
       h(
         'div',
         { class: 'option-group-head' },
-        input('name', g && g.name, T.t('staff.menu.name'), { maxlength: '100' }),
-        input('nameEn', g && g.nameEn, T.t('staff.menu.nameEn'), { maxlength: '100' }),
-        input('min', g ? g.min : 0, T.t('staff.options.min'), { type: 'number', min: '0', step: '1', inputmode: 'numeric' }),
-        input('max', g ? g.max : 1, T.t('staff.options.max'), { type: 'number', min: '1', step: '1', inputmode: 'numeric' }),
+        input('name', g && g.name, 'staff.menu.name', { maxlength: '100' }),
+        input('nameEn', g && g.nameEn, 'staff.menu.nameEn', { maxlength: '100' }),
+        input('min', g ? g.min : 0, 'staff.options.min', { type: 'number', min: '0', step: '1', inputmode: 'numeric' }),
+        input('max', g ? g.max : 1, 'staff.options.max', { type: 'number', min: '1', step: '1', inputmode: 'numeric' }),
       ),
       options,
       h(
         'div',
         { class: 'row' },
-        h('button', { type: 'button', class: 'small', dataset: { action: 'add-option' }, text: T.t('staff.options.addOption'), onclick: () => options.append(optionRow(null)) }),
-        h('button', { type: 'button', class: 'small danger', dataset: { action: 'remove-group' }, text: T.t('staff.options.removeGroup'), onclick: () => box.remove() }),
+        h('button', { type: 'button', class: 'small', dataset: { action: 'add-option' }, words: [T, 'staff.options.addOption'], onclick: () => options.append(optionRow(null)) }),
+        h('button', { type: 'button', class: 'small danger', dataset: { action: 'remove-group' }, words: [T, 'staff.options.removeGroup'], onclick: () => box.remove() }),
       ),
     );
     if (g && g.names) names.set(box, g.names);
@@ -102,10 +103,10 @@ export function createOptionsEditor({ T }) {
     const groups = h('div', { id: 'menu-option-groups' });
     for (const g of (item && item.optionGroups) || []) groups.append(groupRow(g));
     root.append(
-      h('h3', { text: T.t('staff.options.title') }),
-      h('p', { class: 'muted small-text', text: T.t('staff.options.help') }),
+      h('h3', { words: [T, 'staff.options.title'] }),
+      h('p', { class: 'muted small-text', words: [T, 'staff.options.help'] }),
       groups,
-      h('button', { id: 'menu-group-add', type: 'button', class: 'small', text: T.t('staff.options.addGroup'), onclick: () => groups.append(groupRow(null)) }),
+      h('button', { id: 'menu-group-add', type: 'button', class: 'small', words: [T, 'staff.options.addGroup'], onclick: () => groups.append(groupRow(null)) }),
     );
   }
 
