@@ -67,10 +67,7 @@ func applyImportMenu(ctx *raftfsm.ApplyContext, tx *kv.Tx, c importMenuCmd) ([]b
 			}
 		}
 	}
-	if err := store.SetCatalogVersion(ctx.DB, int64(ctx.Index)); err != nil {
-		return nil, err
-	}
-	if err := tx.Put(keyCatalogVersion, []byte(fmt.Sprint(ctx.Index)), 0); err != nil {
+	if err := menuChanged(ctx, tx); err != nil {
 		return nil, err
 	}
 	items := make([]store.MenuItem, 0, len(c.Items))

@@ -522,8 +522,14 @@ func (tb *tab) describe() string {
 // login logs in on the kitchen or staff login form.
 func (tb *tab) login() {
 	tb.t.Helper()
+	tb.loginAs(staffPassword)
+}
+
+// loginAs logs in on the kitchen or staff login form with password.
+func (tb *tab) loginAs(password string) {
+	tb.t.Helper()
 	tb.waitVisible("#login-form")
-	tb.typeInto("#login-password", staffPassword)
+	tb.typeInto("#login-password", password)
 	tb.click("#login-submit")
 	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 30*time.Second)
 }
