@@ -18,7 +18,8 @@ import (
 // A whole menu at once: the staff page reads a spreadsheet's CSV, shows
 // what it would do, and on the owner's word sends every item in one
 // request, committed as one command, so the menu takes all of them or none
-// (POST /api/staff/menu/import).
+// (POST /api/staff/menu: the menu collection takes a list of items; a
+// path of its own under /menu/ would be a menu id).
 
 // CmdImportMenu upserts a list of menu items in one Apply.
 const CmdImportMenu raftfsm.CommandType = 110
@@ -124,6 +125,6 @@ func (s *Service) importMenu(c echo.Context) error {
 }
 
 func (s *Service) menuImportRoutes(staff *echo.Group) {
-	staff.POST("/menu/import", s.importMenu)
-	node.AllowLargeBody(http.MethodPost, "/api/staff/menu/import")
+	staff.POST("/menu", s.importMenu)
+	node.AllowLargeBody(http.MethodPost, "/api/staff/menu")
 }

@@ -49,7 +49,7 @@ func TestMenuImportAllOrNothing(t *testing.T) {
 	for i := 1; i <= 40; i++ {
 		items = append(items, importItem(i))
 	}
-	r := s.mustStaff(0, "POST", "/api/staff/menu/import", map[string]any{"items": items})
+	r := s.mustStaff(0, "POST", "/api/staff/menu", map[string]any{"items": items})
 	var answer struct{ Items []importedItem }
 	r.json(t, &answer)
 	if len(answer.Items) != 40 || answer.Items[39].MenuID != "dish-40" || answer.Items[39].Price != 1200 {
@@ -92,7 +92,7 @@ func TestMenuImportAllOrNothing(t *testing.T) {
 			}
 		}
 		tc.bad(list)
-		r := s.staff(0, "POST", "/api/staff/menu/import", map[string]any{"items": list})
+		r := s.staff(0, "POST", "/api/staff/menu", map[string]any{"items": list})
 		var e struct{ ReasonCode, Field string }
 		json.Unmarshal(r.Body, &e)
 		if r.Status != 400 || e.ReasonCode != "INVALID_MENU_ITEM" || e.Field != tc.field {
@@ -105,12 +105,12 @@ func TestMenuImportAllOrNothing(t *testing.T) {
 		}
 	}
 	for _, body := range []any{map[string]any{"items": []any{}}, map[string]any{}, map[string]any{"items": make([]map[string]any, 501)}} {
-		if r := s.staff(0, "POST", "/api/staff/menu/import", body); r.Status != 400 {
+		if r := s.staff(0, "POST", "/api/staff/menu", body); r.Status != 400 {
 			t.Errorf("import of %.40s: %d, want 400", fmt.Sprint(body), r.Status)
 		}
 	}
 	// A kitchen login may not.
-	if r := s.do(0, "POST", "/api/staff/menu/import", map[string]string{"Authorization": "Bearer nonsense"}, map[string]any{"items": items}); r.Status != 401 {
+	if r := s.do(0, "POST", "/api/staff/menu", map[string]string{"Authorization": "Bearer nonsense"}, map[string]any{"items": items}); r.Status != 401 {
 		t.Errorf("import without a login: %d", r.Status)
 	}
 	_ = strings.TrimSpace

@@ -2,7 +2,7 @@
 // show what it would do row by row (a bad row in red, saying what is
 // wrong), and import nothing until the owner taps Import with no bad row:
 // then every new or changed item goes in one request, all or none
-// (POST /api/staff/menu/import). The CSV's format: menucsv.js.
+// (POST /api/staff/menu). The CSV's format: menucsv.js.
 
 import { $, h, clear, show, toast } from '/assets/dom.js';
 import { decodeCSV, menuToCSV, planImport, MAX_ROWS } from '/staff/menucsv.js';
@@ -63,7 +63,7 @@ export function createMenuImport({ api, T, items, reload }) {
     const btn = $('#menu-csv-import');
     btn.disabled = true;
     try {
-      await api.post('/api/staff/menu/import', { items: send.map((r) => r.body) });
+      await api.post('/api/staff/menu', { items: send.map((r) => r.body) });
       toast(T.t('staff.csv.done', { n: send.length }), 'ok');
       plan = null;
       render();

@@ -1,6 +1,6 @@
 // menucsv.js — the menu as a spreadsheet: five columns (name, price,
 // category, options, allergens), read from a CSV into what
-// POST /api/staff/menu/import takes, and written back the same way. No DOM
+// POST /api/staff/menu takes, and written back the same way. No DOM
 // here: ui/sdk_test/menucsv.test.mjs runs it under Node.
 //
 // The options column holds an item's choice groups and toppings, groups
