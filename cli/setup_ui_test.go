@@ -26,6 +26,31 @@ import (
 // owner's guide uses docs/img: MO_SCREENSHOT_DIR=docs/img), else in a
 // temporary directory.
 func TestSetupWizardScreenshots(t *testing.T) {
+	bctx := startWizardChromium(t, 8*time.Minute)
+	dir := os.Getenv("MO_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range []string{"ja", "en"} {
+		for _, w := range []int64{390, 1024} {
+			t.Run(fmt.Sprintf("%s-%d", lang, w), func(t *testing.T) {
+				walkWizard(t, bctx, dir, lang, w)
+			})
+			t.Run(fmt.Sprintf("%s-%d-one-box-fails", lang, w), func(t *testing.T) {
+				walkWizardOneBoxFails(t, bctx, dir, lang, w)
+			})
+		}
+	}
+}
+
+// startWizardChromium starts a headless Chromium (a Japanese one, as the
+// browser tests' phones are) for at most budget; it stops with the test.
+// Without Chromium the test is skipped, except in CI.
+func startWizardChromium(t *testing.T, budget time.Duration) context.Context {
+	t.Helper()
 	chromium := ""
 	for _, name := range []string{os.Getenv("MO_CHROMIUM"), "chromium", "chromium-browser", "/usr/bin/chromium"} {
 		if name == "" {
@@ -42,37 +67,23 @@ func TestSetupWizardScreenshots(t *testing.T) {
 		}
 		t.Skip("chromium is not installed: skipping the setup wizard's browser test")
 	}
-	dir := os.Getenv("MO_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	profile := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.UserDataDir(profile),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-proxy-server", true),
 		chromedp.Flag("lang", "ja-JP"), chromedp.Flag("accept-lang", "ja-JP,ja"))
-	parent, stop := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer stop()
+	parent, stop := context.WithTimeout(context.Background(), budget)
 	actx, acancel := chromedp.NewExecAllocator(parent, opts...)
-	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+		stop()
+	})
 	if err := chromedp.Do(bctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	for _, lang := range []string{"ja", "en"} {
-		for _, w := range []int64{390, 1024} {
-			t.Run(fmt.Sprintf("%s-%d", lang, w), func(t *testing.T) {
-				walkWizard(t, bctx, dir, lang, w)
-			})
-			t.Run(fmt.Sprintf("%s-%d-one-box-fails", lang, w), func(t *testing.T) {
-				walkWizardOneBoxFails(t, bctx, dir, lang, w)
-			})
-		}
-	}
+	return bctx
 }
 
 // wizardTab is one Chromium tab on a box's setup page.

@@ -337,6 +337,8 @@ type Status struct {
 	Disk *DiskStatus `json:"disk,omitempty"`
 	// CloudSync is the domain's cloud sync status (AddStatus).
 	CloudSync any `json:"cloudSync,omitempty"`
+	// ShopName is the shop's name, for the staff screen's header (AddStatus).
+	ShopName string `json:"shopName,omitempty"`
 }
 
 // AddStatus installs fn to fill the domain's part of the status.

@@ -160,10 +160,7 @@ func applyUpsertMenu(ctx *raftfsm.ApplyContext, tx *kv.Tx, c upsertMenuCmd) ([]b
 	}
 	// Every version writes it: a v1 write after a v2 one must change the
 	// cache key too, or nodes would price with different menus.
-	if err := store.SetCatalogVersion(ctx.DB, int64(ctx.Index)); err != nil {
-		return nil, err
-	}
-	if err := tx.Put(keyCatalogVersion, []byte(fmt.Sprint(ctx.Index)), 0); err != nil {
+	if err := menuChanged(ctx, tx); err != nil {
 		return nil, err
 	}
 	item, _, err := store.GetMenuItem(ctx.DB, c.Item.MenuID)
@@ -172,6 +169,15 @@ func applyUpsertMenu(ctx *raftfsm.ApplyContext, tx *kv.Tx, c upsertMenuCmd) ([]b
 	}
 	ctx.Emit("menu.updated", nil)
 	return ok(item)
+}
+
+// menuChanged records that the menu changed at this index: the catalog
+// version (the pricing cache's key) and its KV twin.
+func menuChanged(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
+	if err := store.SetCatalogVersion(ctx.DB, int64(ctx.Index)); err != nil {
+		return err
+	}
+	return tx.Put(keyCatalogVersion, []byte(fmt.Sprint(ctx.Index)), 0)
 }
 
 type setStockCmd struct {

@@ -99,7 +99,7 @@ func applyCloudState(ctx *raftfsm.ApplyContext, tx *kv.Tx, c cloudState) ([]byte
 // on the leader.
 func (s *Service) startCloudSync(n *node.Node) error {
 	fc := s.cfg.Firestore
-	n.AddStatus(func(st *node.Status) { st.CloudSync = s.cloudStatus() })
+	n.AddStatus(func(st *node.Status) { st.CloudSync, st.ShopName = s.cloudStatus(), s.cfg.Shop.Name })
 	if !fc.Enabled {
 		// Without a cloud nobody reads the outbox: the leader drains it,
 		// so a store that never syncs keeps a bounded table.

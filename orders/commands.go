@@ -100,4 +100,6 @@ func registerTable(tab commandTable) {
 	registerContent(tab)
 	// lines.go
 	registerLines(tab)
+	// menuimport.go
+	registerMenuImport(tab)
 }

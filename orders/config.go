@@ -3,7 +3,10 @@ package orders
 import (
 	"errors"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"masterorder/node"
 )
@@ -79,6 +82,9 @@ type RetentionConfig struct {
 
 // ShopConfig holds the shop's own settings.
 type ShopConfig struct {
+	// Name is the shop's name as the owner wrote it in the setup wizard,
+	// shown on the staff screen's and the guests' headers ("" : none).
+	Name string `toml:"name"`
 	// TaxRatePercent: prices are tax-inclusive; bills show the tax inside
 	// them at this rate (nil: 10).
 	TaxRatePercent *int `toml:"tax_rate_percent"`
@@ -183,6 +189,9 @@ func (c *Config) Validate() error {
 	}
 	if r := c.Shop.TaxRate(); r < 0 || r > 100 {
 		return bad("shop.tax_rate_percent", "must be 0..100")
+	}
+	if utf8.RuneCountInString(c.Shop.Name) > 100 || strings.ContainsFunc(c.Shop.Name, unicode.IsControl) {
+		return bad("shop.name", "must be at most 100 characters, without control characters")
 	}
 	if c.Firestore.Enabled {
 		if c.Firestore.ProjectID != "" && !node.ValidID(c.Firestore.ProjectID) {

@@ -163,3 +163,19 @@ func TestZeroCheckoutLockTTLAndBadTaxRateRefused(t *testing.T) {
 		t.Fatalf("default tax rate %d, want 10", c.Shop.TaxRate())
 	}
 }
+
+// [shop] name: the owner's words, Japanese included, up to 100 characters;
+// longer or with a control character, refused naming the setting.
+func TestShopName(t *testing.T) {
+	c, err := ParseConfig([]byte(minimalConfigTOML + "[shop]\nname = \"らーめん 田中\"\n"))
+	if err != nil || c.Shop.Name != "らーめん 田中" {
+		t.Fatalf("name: %v %+v", err, c.Shop)
+	}
+	for _, bad := range []string{strings.Repeat("田", 101), "a\\u0007b"} {
+		_, err := ParseConfig([]byte(minimalConfigTOML + "[shop]\nname = \"" + bad + "\"\n"))
+		var ce *node.ConfigError
+		if !errors.As(err, &ce) || ce.Setting != "shop.name" {
+			t.Errorf("name %q: got %v, want a ConfigError naming shop.name", bad, err)
+		}
+	}
+}

@@ -142,13 +142,17 @@ func fzSeeds() [][]byte {
 	add(CmdSetMenuImage, setMenuImageCmd{MenuID: "ramen", Hash: menuimage.Hash(pic[1:]), ContentType: "image/jpeg", Data: pic})
 	add(CmdSetMenuImage, setMenuImageCmd{MenuID: "nosuch", Hash: menuimage.Hash(pic), ContentType: "image/jpeg", Data: pic})
 	add(CmdSetCategoryNames, setCategoryNamesCmd{Category: "", Names: store.Names{"ko": "x"}})
+	// A menu at once (menuimport.go): two items, then one refused for an id twice.
+	add(CmdImportMenu, importMenuCmd{Items: []upsertMenuCmd{{Item: gyoza, Content: &store.ContentPatch{Allergens: &allergens}},
+		{Item: store.MenuItem{MenuID: "karaage", Name: "唐揚げ", Price: 500, Available: true, Toppings: []store.Topping{}}}}})
+	add(CmdImportMenu, importMenuCmd{Items: []upsertMenuCmd{{Item: gyoza}, {Item: gyoza}}})
 	add(kv.CmdOp, map[string]any{"op": "txn", "conds": []map[string]any{{"key": "lock:x"}}, "ops": []map[string]any{{"key": "lock:x", "delete": true}}})
 	add(kv.CmdExpire, map[string]any{"limit": 10})
 	// Malformed payloads of known types: bad JSON, wrong types, values the
 	// HTTP layer never sends.
 	for _, t := range []raftfsm.CommandType{kv.CmdOp, kv.CmdExpire, CmdUpsertMenu, CmdSetStock, CmdOpenSession, CmdPlaceOrder, CmdSetOrderStatus,
 		CmdCheckoutBegin, CmdCheckoutCancel, CmdCheckout, CmdPINFailure, CmdForceRelease, CmdOutboxSynced, CmdRevokeToken, CmdHousekeeping,
-		CmdGuestCall, CmdCallDone, CmdCloseDay, CmdSetMenuImage, CmdSetCategoryNames} {
+		CmdGuestCall, CmdCallDone, CmdCloseDay, CmdSetMenuImage, CmdSetCategoryNames, CmdImportMenu} {
 		add(t, "")
 		add(t, "{")
 		add(t, "[]")

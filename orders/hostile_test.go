@@ -170,6 +170,13 @@ func TestHostileRequestsGetOnly4xx(t *testing.T) {
 				add(hostileReq{name: "oversized picture", method: m, path: concrete, hdr: auth(p), body: bytes.Repeat([]byte("x"), 300<<10), want: 400})
 				continue
 			}
+			if m == "POST" && p == "/api/staff/menu" {
+				// A whole menu may weigh 1 MiB (the CSV import): past it
+				// 413, a big body that is no menu 400.
+				add(hostileReq{name: "oversized menu", method: m, path: concrete, hdr: auth(p), body: bytes.Repeat([]byte("x"), 1<<20+1), want: 413})
+				add(hostileReq{name: "a big body that is no menu", method: m, path: concrete, hdr: auth(p), body: bigJSON, want: 400})
+				continue
+			}
 			if m == "GET" || m == "HEAD" {
 				add(hostileReq{name: "oversized", method: m, path: concrete, hdr: auth(p), body: big, want: 413})
 				continue

@@ -109,7 +109,11 @@ func (s *Service) guestSession(c echo.Context) error {
 	if !ok {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"sessionId": sess.SessionID, "tableId": sess.TableID, "status": sess.Status})
+	out := map[string]string{"sessionId": sess.SessionID, "tableId": sess.TableID, "status": sess.Status}
+	if s.cfg.Shop.Name != "" {
+		out["shopName"] = s.cfg.Shop.Name // the guest page's header
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Service) guestMenu(c echo.Context) error {

@@ -196,6 +196,24 @@ func (m menuInput) item(menuID string) (store.MenuItem, bool) {
 	return item, true
 }
 
+// menuCommand is the command a PUT body makes of item menuID, or the
+// field that is wrong, after a ".": "." alone for the item as a whole
+// (the import prefixes the item's place in its list).
+func menuCommand(menuID string, in menuInput) (upsertMenuCmd, string) {
+	item, ok := in.item(menuID)
+	if !ok {
+		return upsertMenuCmd{}, "."
+	}
+	if field := in.applyLines(&item); field != "" {
+		return upsertMenuCmd{}, "." + field
+	}
+	content, field, ok := in.contentInput.patch()
+	if !ok {
+		return upsertMenuCmd{}, "." + field
+	}
+	return upsertMenuCmd{Item: item, Content: content}, ""
+}
+
 func (s *Service) putMenu(c echo.Context) error {
 	menuID := c.Param("menuId")
 	if !admission.ValidID(menuID) {
@@ -205,17 +223,14 @@ func (s *Service) putMenu(c echo.Context) error {
 	if err := httpapi.DecodeBody(c, &in); err != nil {
 		return httpapi.BadBody(c, err, "INVALID_MENU_ITEM")
 	}
-	item, ok := in.item(menuID)
-	if !ok {
+	cmd, field := menuCommand(menuID, in)
+	if field == "." {
 		return s.fail(c, http.StatusBadRequest, "INVALID_MENU_ITEM", 0, nil)
 	}
-	if field := in.applyLines(&item); field != "" {
-		return s.failField(c, http.StatusBadRequest, "INVALID_MENU_ITEM", field)
+	if field != "" {
+		return s.failField(c, http.StatusBadRequest, "INVALID_MENU_ITEM", field[1:])
 	}
-	content, field, ok := in.contentInput.patch()
-	if !ok {
-		return s.failField(c, http.StatusBadRequest, "INVALID_MENU_ITEM", field)
-	}
+	item, content := cmd.Item, cmd.Content
 	if isKitchen(c) {
 		// The kitchen toggles sold-out; names, prices and toppings are the
 		// manager's.

@@ -195,6 +195,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	}
 	s.printerRoutes(staff)
 	s.contentRoutes(e, staff)
+	s.menuImportRoutes(staff)
 
 	// Only the stream takes ?token= (an EventSource cannot send headers).
 	e.GET("/api/kitchen/orders", s.kitchenOrders, s.auth.Middleware(), roleGuard)

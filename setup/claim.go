@@ -163,9 +163,14 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 	return info, err
 }
 
-// Identify blinks the box's activity LED.
-func (c *Client) Identify(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, "/identify", struct{}{}, nil)
+// Identify blinks the box's activity LED; blinking is the box's answer
+// (false: it has no light it may blink).
+func (c *Client) Identify(ctx context.Context) (blinking bool, err error) {
+	var r struct {
+		Blinking bool `json:"blinking"`
+	}
+	err = c.do(ctx, http.MethodPost, "/identify", struct{}{}, &r)
+	return r.Blinking, err
 }
 
 // Claim claims the box for claimer (code: its setup code, if it has one)

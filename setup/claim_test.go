@@ -365,3 +365,26 @@ func TestImpostorIDIsNotListed(t *testing.T) {
 		t.Errorf("listed %+v, want only the box with a unique id", got)
 	}
 }
+
+// The wizard's Blink answers for another box what that box answered: a box
+// without a light says so, as the page's own box does (it used to report
+// "blinking" for every other box whatever it answered). A box with a light
+// answers true (TestDeviceAndIdentifyWithoutHardware); it is not blinked
+// here, as the blink outlives the test by 15 s.
+func TestWizardIdentifyReportsTheBoxsAnswer(t *testing.T) {
+	dark := newTestBox(t, t.TempDir(), nil)
+	page := newTestBox(t, t.TempDir(), func(o *Options) { o.Probe = []string{dark.Addr()} })
+	base := "http://" + page.Addr()
+	hc := apitest.Client(t, &http.Client{Timeout: 15 * time.Second})
+	if r := orderstest.Do(t, hc, http.MethodGet, base+"/setup/api/boxes", nil, nil); r.Status != http.StatusOK {
+		t.Fatalf("list: %d %s", r.Status, r.Body)
+	}
+	for _, b := range []*testBox{dark, page} {
+		r := orderstest.Do(t, hc, http.MethodPost, base+"/setup/api/identify", nil, map[string]string{"id": b.Identity().ID})
+		var got struct{ Blinking bool }
+		r.Decode(t, &got)
+		if r.Status != http.StatusOK || got.Blinking {
+			t.Errorf("identify %s (no light): %d %s, want blinking false", b.Identity().ID, r.Status, r.Body)
+		}
+	}
+}

@@ -144,10 +144,11 @@ func (w *Wizard) handleIdentify(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
-	if err := NewClient(e.Addr, e.Fingerprint).Identify(ctx); err != nil {
+	blinking, err := NewClient(e.Addr, e.Fingerprint).Identify(ctx)
+	if err != nil {
 		return httpapi.Fail(c, http.StatusNotFound, "BOX_NOT_FOUND")
 	}
-	return c.JSON(http.StatusOK, map[string]bool{"blinking": true})
+	return c.JSON(http.StatusOK, map[string]bool{"blinking": blinking})
 }
 
 func (w *Wizard) handleCreate(c echo.Context) error {

@@ -109,6 +109,7 @@ func (w *Wizard) makeCluster(req CreateRequest) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	cl.StaffPasswordHash, cl.KitchenPasswordHash = req.ManagerPasswordHash, req.KitchenPasswordHash
+	cl.ShopName = req.ShopName
 	tax := req.TaxRatePercent
 	cl.TaxRatePercent = &tax
 	cl.PublicURL = guestURL(req.GuestName, w.box.ports.HTTP)

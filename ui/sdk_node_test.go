@@ -23,7 +23,7 @@ func TestOrderSDKWithNode(t *testing.T) {
 	defer cancel()
 	// the file, not the folder: Node versions differ in how they search a
 	// folder given to --test
-	cmd := exec.CommandContext(ctx, node, "--test", "sdk_test/order-sdk.test.mjs", "sdk_test/health.test.mjs")
+	cmd := exec.CommandContext(ctx, node, "--test", "sdk_test/order-sdk.test.mjs", "sdk_test/health.test.mjs", "sdk_test/ids.test.mjs", "sdk_test/menucsv.test.mjs")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test failed: %v\n%s", err, out)

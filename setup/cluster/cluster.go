@@ -72,7 +72,8 @@ type Config struct {
 		KitchenPasswordHash string `toml:"kitchen_password_hash" json:"kitchen_password_hash"`
 	} `toml:"staff" json:"staff"`
 	Shop struct {
-		TaxRatePercent *int `toml:"tax_rate_percent,omitempty" json:"tax_rate_percent,omitempty"`
+		Name           string `toml:"name,omitempty" json:"name,omitempty"`
+		TaxRatePercent *int   `toml:"tax_rate_percent,omitempty" json:"tax_rate_percent,omitempty"`
 	} `toml:"shop" json:"shop"`
 	TLS node.TLSConfig `toml:"tls" json:"tls"`
 }
@@ -196,6 +197,7 @@ type Cluster struct {
 	MDNSName            string // the name the members answer by mDNS (node/lanname)
 	PlainHTTP           bool   // labs only: no HTTPS listener, staff over HTTP
 	TaxRatePercent      *int
+	ShopName            string // as the owner wrote it: the headers show it
 }
 
 // New makes a fresh cluster CA and secrets for shopID; the caller fills
@@ -216,7 +218,7 @@ func New(shopID string) (*Cluster, error) {
 func FromMember(cfg orders.FileConfig, ca *pki.CA) *Cluster {
 	c := &Cluster{CA: ca, ShopID: cfg.ShopID, ClusterSecret: cfg.ClusterSecret, TokenSecret: cfg.Staff.TokenSecret,
 		StaffPasswordHash: cfg.Staff.PasswordHash, KitchenPasswordHash: cfg.Staff.KitchenPasswordHash,
-		PublicURL: cfg.PublicURL, MDNSName: cfg.MDNSName, PlainHTTP: cfg.HTTPSAddr == "", TaxRatePercent: cfg.Shop.TaxRatePercent}
+		PublicURL: cfg.PublicURL, MDNSName: cfg.MDNSName, PlainHTTP: cfg.HTTPSAddr == "", TaxRatePercent: cfg.Shop.TaxRatePercent, ShopName: cfg.Shop.Name}
 	return c
 }
 
@@ -253,7 +255,7 @@ func (c *Cluster) Bundle(self Box, peers []node.Peer, join, withCAKey bool) (Bun
 		PublicURL: c.PublicURL, MDNSName: c.MDNSName, ClusterSecret: c.ClusterSecret, Join: join, Peers: peers}
 	cfg.HTTP.AllowPlainStaff = c.PlainHTTP
 	cfg.Staff.PasswordHash, cfg.Staff.TokenSecret, cfg.Staff.KitchenPasswordHash = c.StaffPasswordHash, c.TokenSecret, c.KitchenPasswordHash
-	cfg.Shop.TaxRatePercent = c.TaxRatePercent
+	cfg.Shop.TaxRatePercent, cfg.Shop.Name = c.TaxRatePercent, c.ShopName
 	return Bundle{Config: cfg, Files: files}, nil
 }
 

@@ -239,7 +239,7 @@ func TestStaffEditsMenuContent(t *testing.T) {
 	st.click(`#tabs button[data-tab="menu"]`)
 	st.waitVisible(`#menu-list tr[data-menu-id="tonkotsu"]`)
 	st.click(`#menu-list tr[data-menu-id="tonkotsu"] [data-action="edit"]`)
-	st.waitFor("the form filled", `document.querySelector('#menu-id').value === 'tonkotsu' && !!document.querySelector('#menu-name-zh-Hans')`, 5*time.Second)
+	st.waitFor("the form filled", `document.querySelector('#menu-form').dataset.menuId === 'tonkotsu' && !!document.querySelector('#menu-name-zh-Hans')`, 5*time.Second)
 	st.typeInto("#menu-name-zh-Hans", "豚骨拉面")
 	st.typeInto("#menu-name-ko", "돈코츠 라멘")
 	st.typeInto("#menu-description", "濃厚な豚骨スープ")

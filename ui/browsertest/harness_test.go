@@ -29,12 +29,15 @@ import (
 
 const staffPassword = "browser-test-password"
 
+// shopName is the test store's [shop] name.
+const shopName = "らーめん 田中"
+
 func passwordHash(t testing.TB) string { return orderstest.PasswordHash(t, staffPassword) }
 
 // ---------------------------------------------------------------- the store
 
 // store is a running three-node cluster with the domain attached and the
-// demo menu loaded (the ramen shop of `masterorder demo`).
+// demo menu loaded (the ramen shop of `masterorder demo`), named shopName.
 type store struct {
 	t     *testing.T
 	c     *nodetest.Cluster
@@ -45,7 +48,10 @@ type store struct {
 
 func startStore(t *testing.T) *store {
 	t.Helper()
-	st := orderstest.Start(t, 3, func(_ int, c *orders.FileConfig) { c.Staff.KitchenPasswordHash = kitchenHash(t) }, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
+	st := orderstest.Start(t, 3, func(_ int, c *orders.FileConfig) {
+		c.Staff.KitchenPasswordHash = kitchenHash(t)
+		c.Shop.Name = shopName
+	}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
 	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, hc: apitest.Client(t, &http.Client{Timeout: 10 * time.Second})}
 	li, _ := s.c.WaitLeader(10 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -516,8 +522,14 @@ func (tb *tab) describe() string {
 // login logs in on the kitchen or staff login form.
 func (tb *tab) login() {
 	tb.t.Helper()
+	tb.loginAs(staffPassword)
+}
+
+// loginAs logs in on the kitchen or staff login form with password.
+func (tb *tab) loginAs(password string) {
+	tb.t.Helper()
 	tb.waitVisible("#login-form")
-	tb.typeInto("#login-password", staffPassword)
+	tb.typeInto("#login-password", password)
 	tb.click("#login-submit")
 	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 30*time.Second)
 }

@@ -45,6 +45,13 @@ const fixtureSevenMinutesAndCards = `(window.__statusFixture = (st) => {
 // and leaves the tab in Japanese at phone width.
 func docShots(tb *tab, name string, ready string) {
 	tb.t.Helper()
+	docShotsBelow(tb, name, ready, "")
+}
+
+// docShotsBelow is docShots with the element sel scrolled to just below
+// the sticky bars ("" : the top of the page).
+func docShotsBelow(tb *tab, name, ready, sel string) {
+	tb.t.Helper()
 	for _, lang := range []string{"ja", "en"} {
 		if eval[string](tb, `document.documentElement.lang`) != lang {
 			tb.click("#lang-toggle")
@@ -59,6 +66,9 @@ func docShots(tb *tab, name string, ready string) {
 				tb.waitFor(name+" ready", ready, 10*time.Second)
 			}
 			tb.do(scrollTop())
+			if sel != "" {
+				tb.scrollBelowBars(sel)
+			}
 			tb.screenshot(name + "-" + lang + "-" + w.tag)
 		}
 	}

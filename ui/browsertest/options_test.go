@@ -9,7 +9,8 @@ import (
 
 // The staff console edits an item's option groups and station: on a
 // phone, a required group with two priced choices is added to an item
-// that had none and saved; the guest API then answers it, and the other
+// that had none and saved (the owner types no ids: the group's and the
+// choices' come from their English names); the guest API then answers it, and the other
 // languages of the demo ramen's groups survive that ramen being saved.
 func TestStaffEditsOptionGroups(t *testing.T) {
 	b := startBrowser(t)
@@ -29,7 +30,7 @@ func TestStaffEditsOptionGroups(t *testing.T) {
 	st.click(`#tabs button[data-tab="menu"]`)
 	st.waitVisible(`#menu-list tr[data-menu-id="kaedama"]`)
 	st.click(`#menu-list tr[data-menu-id="kaedama"] [data-action="edit"]`)
-	st.waitFor("the form filled", `document.querySelector('#menu-id').value === 'kaedama' && !!document.querySelector('#menu-group-add')`, 5*time.Second)
+	st.waitFor("the form filled", `document.querySelector('#menu-form').dataset.menuId === 'kaedama' && !!document.querySelector('#menu-group-add')`, 5*time.Second)
 	if got := eval[int](st, `document.querySelectorAll('#menu-options [data-group-row]').length`); got != 0 {
 		t.Fatalf("kaedama shows %d groups", got)
 	}
@@ -42,7 +43,6 @@ func TestStaffEditsOptionGroups(t *testing.T) {
 	g := `#menu-options [data-group-row]:last-of-type`
 	st.waitVisible(g)
 	head := g + ` .option-group-head `
-	st.typeInto(head+`[data-field="groupId"]`, "size")
 	st.typeInto(head+`[data-field="name"]`, "量")
 	st.typeInto(head+`[data-field="nameEn"]`, "Portion")
 	set(head+`[data-field="min"]`, "1")
@@ -50,7 +50,6 @@ func TestStaffEditsOptionGroups(t *testing.T) {
 	st.click(g + ` [data-action="add-option"]`)
 	for i, o := range [][4]string{{"half", "半玉", "Half", "0"}, {"double", "二玉", "Double", "120"}} {
 		row := g + ` [data-option-row]:nth-child(` + string(rune('1'+i)) + `) `
-		st.typeInto(row+`[data-field="optionId"]`, o[0])
 		st.typeInto(row+`[data-field="name"]`, o[1])
 		st.typeInto(row+`[data-field="nameEn"]`, o[2])
 		set(row+`[data-field="price"]`, o[3])
@@ -67,12 +66,12 @@ func TestStaffEditsOptionGroups(t *testing.T) {
 	// save (what the server answered) is without it
 	eval[bool](st, `document.querySelector('#menu-option-groups').dataset.stale = '1'; true`)
 	st.click("#menu-save")
-	st.waitFor("saved and shown again", `!document.querySelector('#menu-option-groups[data-stale]') && [...document.querySelectorAll('#menu-options [data-group-row] [data-field="groupId"]')].map(e => e.value).join() === 'size' && document.querySelector('#menu-error').hidden`, 15*time.Second)
+	st.waitFor("saved and shown again", `!document.querySelector('#menu-option-groups[data-stale]') && [...document.querySelectorAll('#menu-options [data-group-row]')].map(e => e.dataset.id).join() === 'portion' && document.querySelector('#menu-error').hidden`, 15*time.Second)
 
 	// The ramen, moved to another station through the form, keeps its
 	// groups' other languages (the editor does not show them).
 	st.click(`#menu-list tr[data-menu-id="hakata"] [data-action="edit"]`)
-	st.waitFor("hakata in the form", `document.querySelector('#menu-id').value === 'hakata' && document.querySelectorAll('#menu-options [data-group-row]').length === 1`, 5*time.Second)
+	st.waitFor("hakata in the form", `document.querySelector('#menu-form').dataset.menuId === 'hakata' && document.querySelectorAll('#menu-options [data-group-row]').length === 1`, 5*time.Second)
 	set("#menu-station", "ramen")
 	st.click("#menu-save")
 
@@ -104,7 +103,7 @@ func TestStaffEditsOptionGroups(t *testing.T) {
 				hak = it
 			}
 		}
-		okKae := kae.Station == "noodles" && len(kae.OptionGroups) == 1 && kae.OptionGroups[0].GroupID == "size" &&
+		okKae := kae.Station == "noodles" && len(kae.OptionGroups) == 1 && kae.OptionGroups[0].GroupID == "portion" &&
 			kae.OptionGroups[0].Name == "量" && kae.OptionGroups[0].NameEn == "Portion" && kae.OptionGroups[0].Min == 1 && kae.OptionGroups[0].Max == 1 &&
 			len(kae.OptionGroups[0].Options) == 2
 		if okKae {

@@ -196,3 +196,32 @@ func TestKitchenPasswordOnTheConsole(t *testing.T) {
 	k.waitFor("the kitchen board", `document.querySelector('#login').hidden`, 10*time.Second)
 	k.screenshot("flow-kitchen-kitchen-role-tablet")
 }
+
+// A kitchen login marks a ramen sold out from the kitchen screen: the
+// screen sends the item back as it is but for "available" (its place in
+// the menu and its toppings' English names included), which the kitchen
+// role may do. The item keeps them.
+func TestKitchenLoginSellsOutAnItem(t *testing.T) {
+	b := startBrowser(t)
+	s := startStore(t)
+	k := b.open("kitchen", s.url(0)+"/kitchen/", tabletW, tabletH)
+	k.loginAs(kitchenPassword)
+	k.click("#soldout-open")
+	k.waitVisible(`[data-soldout-menu-id="shoyu"][data-soldout="false"]`)
+	k.click(`[data-soldout-menu-id="shoyu"]`)
+	k.waitFor("shoyu sold out", `!!document.querySelector('[data-soldout-menu-id="shoyu"][data-soldout="true"]')`, 10*time.Second)
+	var menu struct {
+		Items []struct {
+			MenuID    string
+			Available bool
+			SortOrder int
+			Toppings  []struct{ ToppingID, NameEn string }
+		}
+	}
+	s.staff(0, "GET", "/api/staff/menu", nil).decode(t, &menu)
+	for _, it := range menu.Items {
+		if it.MenuID == "shoyu" && (it.Available || it.SortOrder != 1 || len(it.Toppings) == 0 || it.Toppings[0].NameEn == "") {
+			t.Errorf("shoyu after the kitchen's sold-out: %+v", it)
+		}
+	}
+}

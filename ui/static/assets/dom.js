@@ -13,7 +13,9 @@ export function $$(sel, root) {
   return Array.from((root || document).querySelectorAll(sel));
 }
 
-// h('button', {class: 'primary', dataset: {menuId: 'ramen'}, onclick: f}, 'text', child…)
+// h('button', {class: 'primary', dataset: {menuId: 'ramen'}, onclick: f}, 'text', child…);
+// {words: [T, key, params]} instead of {text: …} keeps the key on the
+// element, so that T.apply() words it again in the next language.
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -22,6 +24,7 @@ export function h(tag, attrs, ...children) {
     else if (k === 'dataset') Object.assign(el.dataset, v);
     else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
     else if (k === 'text') el.textContent = v;
+    else if (k === 'words') v[0].put(el, v[1], v[2]); // [T, key, params]: worded again on a language switch
     else if (v === true) el.setAttribute(k, '');
     else el.setAttribute(k, String(v));
   }
@@ -48,11 +51,38 @@ export function show(el, on) {
 }
 
 // setError puts msg into an error element and shows it; an empty msg hides it.
+// msg is words already made (the server's message), or [T, key, params]:
+// words of the page's own, which a language switch words again (T.put).
 export function setError(el, msg) {
   if (typeof el === 'string') el = $(el);
   if (!el) return;
+  delete el.dataset.i18n;
+  delete el.dataset.i18nParams;
+  if (Array.isArray(msg)) {
+    const [T, key, params] = msg;
+    T.put(el, key, params);
+    el.hidden = false;
+    return;
+  }
   el.textContent = msg || '';
   el.hidden = !msg;
+}
+
+// fieldError marks an input as wrong and says why right below it (an
+// element .field-error after the input, made on first use); an empty msg
+// clears both. msg as for setError.
+export function fieldError(input, msg) {
+  if (typeof input === 'string') input = $(input);
+  if (!input) return;
+  let note = input.nextElementSibling;
+  if (!note || !note.classList.contains('field-error')) {
+    if (!msg) return;
+    note = h('p', { class: 'field-error error', role: 'alert' });
+    input.after(note);
+  }
+  setError(note, msg);
+  if (msg) input.setAttribute('aria-invalid', 'true');
+  else input.removeAttribute('aria-invalid');
 }
 
 export function yen(n) {

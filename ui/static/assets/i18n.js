@@ -1,10 +1,16 @@
-// i18n.js — Japanese by default, English on request (the guest app: four
-// languages, the browser's first), remembered in localStorage for every
-// app of this origin.
+// i18n.js — the apps' words in the browser's language until the user
+// picks one with the language button (remembered in localStorage for every
+// app of this origin). The staff screen, the kitchen screen and the setup
+// wizard speak Japanese and English: a browser asking for Japanese gets
+// Japanese, any other English. The guest app speaks four languages, the
+// browser's first, else Japanese.
 //
 // Static text in the HTML carries data-i18n="key" (and
 // data-i18n-placeholder / data-i18n-title / data-i18n-aria-label for
-// attributes); apply() fills them in the chosen language.
+// attributes; data-i18n-params holds a key's {params} as JSON); apply()
+// fills them in the chosen language, <title> included. Words put into an
+// element with T.put(el, key, params) carry their key, so a language
+// switch words them again (an error shown before the switch among them).
 
 import { safeStorage } from './cluster.js';
 
@@ -60,19 +66,19 @@ export const COMMON = {
   },
 };
 
-// The languages of the running app (createI18n sets them): staff and
-// kitchen screens speak ja and en and start in Japanese; the guest app
-// speaks four and starts in the browser's language (autoDetect).
+// The languages of the running app and the one it falls back to when the
+// browser asks for none of them (createI18n sets both).
 let appLangs = ['ja', 'en'];
-let autoDetect = false;
+let fallback = 'en';
 
 // GUEST_LANGS, each with its own name for the switcher.
 export const GUEST_LANGS = { ja: '日本語', en: 'English', 'zh-Hans': '简体中文', ko: '한국어' };
 
 // matchLang picks from the browser's languages (navigator.languages) the
 // first the app has: exact tag, then its language (en-GB → en; every
-// Chinese → zh-Hans, the one Chinese script the app has); else Japanese.
-export function matchLang(prefs, langs) {
+// Chinese → zh-Hans, the one Chinese script the app has); else otherwise
+// (Japanese unless given).
+export function matchLang(prefs, langs, otherwise) {
   for (const p of prefs || []) {
     const tag = String(p).toLowerCase();
     const exact = langs.find((l) => l.toLowerCase() === tag);
@@ -81,14 +87,13 @@ export function matchLang(prefs, langs) {
     const same = langs.find((l) => l.toLowerCase().split('-')[0] === base);
     if (same) return same;
   }
-  return 'ja';
+  return otherwise || 'ja';
 }
 
 export function getLang() {
   const v = store.getItem(LANG_KEY);
   if (appLangs.includes(v)) return v;
-  if (autoDetect) return matchLang(globalThis.navigator && navigator.languages, appLangs);
-  return 'ja';
+  return matchLang(globalThis.navigator && navigator.languages, appLangs, fallback);
 }
 
 export function setLang(l) {
@@ -96,10 +101,11 @@ export function setLang(l) {
 }
 
 // createI18n merges the app's dictionaries over COMMON. opts.langs names
-// the app's languages (default ja, en), opts.auto starts in the browser's.
+// the app's languages (default ja, en), opts.fallback the one for a
+// browser that asks for none of them (default en).
 export function createI18n(dicts, opts) {
   if (opts && opts.langs) appLangs = opts.langs.slice();
-  autoDetect = !!(opts && opts.auto);
+  fallback = (opts && opts.fallback) || 'en';
   const d = {};
   for (const l of appLangs) d[l] = Object.assign({}, COMMON[l] || {}, (dicts && dicts[l]) || {});
   const listeners = [];
@@ -119,11 +125,32 @@ export function createI18n(dicts, opts) {
   function apply(root) {
     const r = root || document;
     document.documentElement.lang = getLang();
-    for (const el of r.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+    for (const el of r.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n, params(el));
     for (const attr of ['placeholder', 'title', 'aria-label']) {
       const dataKey = 'i18n' + attr.replace(/(^|-)(\w)/g, (m, a, c) => c.toUpperCase());
       for (const el of r.querySelectorAll('[data-i18n-' + attr + ']')) el.setAttribute(attr, t(el.dataset[dataKey]));
     }
+  }
+
+  function params(el) {
+    if (!el.dataset.i18nParams) return undefined;
+    try {
+      return JSON.parse(el.dataset.i18nParams);
+    } catch (_) {
+      return undefined;
+    }
+  }
+
+  // put words key (with params) into el and marks it with the key, so
+  // that apply() words it again in the next language.
+  function put(el, key, params) {
+    if (typeof el === 'string') el = document.querySelector(el);
+    if (!el) return el;
+    el.dataset.i18n = key;
+    if (params) el.dataset.i18nParams = JSON.stringify(params);
+    else delete el.dataset.i18nParams;
+    el.textContent = t(key, params);
+    return el;
   }
 
   // bindToggle makes the button switch the language and re-render.
@@ -155,5 +182,5 @@ export function createI18n(dicts, opts) {
     });
   }
 
-  return { t, apply, bindToggle, bindSelect, lang: getLang, onChange: (f) => listeners.push(f) };
+  return { t, put, apply, bindToggle, bindSelect, lang: getLang, onChange: (f) => listeners.push(f) };
 }

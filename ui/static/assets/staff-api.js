@@ -185,7 +185,11 @@ export function menuBody(item, changes) {
     category: String(it.category || ''),
     price: Number(it.price) || 0,
     available: it.available !== false,
-    toppings: (it.toppings || []).map((t) => ({ toppingId: String(t.toppingId), name: String(t.name || ''), price: Number(t.price) || 0 })),
+    // The place in the menu and the toppings' English names go back as
+    // they were: a body without them reset both (and a kitchen login's
+    // sold-out toggle, which must change nothing else, was refused).
+    sortOrder: Number(it.sortOrder) || 0,
+    toppings: (it.toppings || []).map((t) => ({ toppingId: String(t.toppingId), name: String(t.name || ''), nameEn: String(t.nameEn || ''), price: Number(t.price) || 0 })),
     ...contentBody(it),
     // order lines (issue 16): a save or a sold-out toggle keeps them
     station: String(it.station || 'kitchen'),

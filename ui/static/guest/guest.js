@@ -130,7 +130,7 @@ const T = createI18n(withContentStrings({
     'guest.offline': 'Offline — showing the last known orders. Ordering is paused.',
     'guest.priceChanged': 'Prices have changed. Please check your order and try again.',
   },
-}), { langs: Object.keys(GUEST_LANGS), auto: true });
+}), { langs: Object.keys(GUEST_LANGS), fallback: 'ja' });
 
 const CATEGORY_NAMES = {
   ja: { noodles: '麺類', ramen: 'ラーメン', rice: 'ご飯もの', sides: 'サイド', side: 'サイド', drinks: 'ドリンク', drink: 'ドリンク', dessert: 'デザート', desserts: 'デザート', set: 'セット', sets: 'セット', toppings: 'トッピング', other: 'その他' },
@@ -339,6 +339,16 @@ function showScreen(name) {
 
 function renderHeader() {
   $('#table-label').textContent = state.info && state.info.tableId ? T.t('guest.table', { table: state.info.tableId }) : '';
+  // The shop's name, once the session tells it, in place of "Mobile order".
+  const shop = (state.info && state.info.shopName) || '';
+  const brand = $('#guest-brand');
+  if (shop) {
+    delete brand.dataset.i18n;
+    brand.textContent = shop;
+    document.title = shop;
+  } else {
+    T.put(brand, 'guest.brand');
+  }
 }
 
 // setOffline shows the banner while the store servers answer from a box

@@ -18,6 +18,7 @@ import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 
 const T = createI18n(withHealthStrings(withCallStrings({
   ja: {
+    'kitchen.title': 'MasterOrder — キッチン画面',
     'kitchen.brand': 'キッチン',
     'kitchen.empty': 'いまは注文がありません。',
     'kitchen.count': '{n} 件',
@@ -53,6 +54,7 @@ const T = createI18n(withHealthStrings(withCallStrings({
     'kitchen.station.bumped': '{stations} 完了',
   },
   en: {
+    'kitchen.title': 'MasterOrder — Kitchen screen',
     'kitchen.brand': 'Kitchen',
     'kitchen.empty': 'No open orders.',
     'kitchen.count': '{n} open',
@@ -732,7 +734,7 @@ function bindLogin() {
       $('#login-password').value = '';
       startBoard();
     } catch (e) {
-      setError('#login-error', e.message || T.t('login.failed'));
+      setError('#login-error', e.message || [T, 'login.failed']);
     }
   });
   $('#logout').addEventListener('click', async () => {

@@ -6,13 +6,16 @@
 // the boxes only the hashes.
 
 import '/assets/shell.js';
-import { $, $$, h, clear } from '/assets/dom.js';
+import { $, $$, h, clear, setError } from '/assets/dom.js';
 import { createI18n } from '/assets/i18n.js';
+import { withHealthStrings } from '/assets/health.js';
 import { STRINGS } from './strings.js';
 import { bcryptHash } from './bcrypt.js';
 import { passwordProblem } from './password-rule.js';
 
-const T = createI18n(STRINGS);
+// The health strings: the setup sheet names the staff screen's own
+// "Replace … with this box" button, in its words.
+const T = createI18n(withHealthStrings(STRINGS));
 const STEPS = ['found', 'claimed', 'started', 'joined', 'ready'];
 
 const state = {
@@ -116,6 +119,8 @@ function renderBoxes() {
 async function identify(id) {
   try {
     const r = await api('POST', '/setup/api/identify', { id });
+    // The box itself answers whether it has a light it could blink,
+    // this one or another (setup/device.go's Identify).
     if (r.status === 200) toast(r.data.blinking ? T.t('setup.boxes.blinking') : T.t('setup.boxes.noLed'));
     else toast((r.data && r.data.message) || T.t('common.error'));
   } catch {
@@ -136,10 +141,10 @@ const FIELD_INPUTS = {
   managerPassword: '#manager-pw', kitchenPassword: '#kitchen-pw', taxRatePercent: '#tax-rate', guestName: '#guest-name',
 };
 
+// message is the box's words, or [T, key] for the page's own (worded
+// again when the language changes).
 function fieldError(input, message) {
-  const err = $('#shop-error');
-  err.textContent = message;
-  err.hidden = false;
+  setError('#shop-error', message);
   if (input) {
     $(input).setAttribute('aria-invalid', 'true');
     $(input).focus();
@@ -177,11 +182,11 @@ async function create(ev) {
     guestName: $('#guest-name').value.trim(),
     setupCode: $('#setup-code').value.trim(),
   };
-  if (!form.shopName) return fieldError('#shop-name', T.t('setup.shop.needName'));
+  if (!form.shopName) return fieldError('#shop-name', [T, 'setup.shop.needName']);
   // init's strength rule, here: the boxes will only ever see hashes.
-  if (passwordProblem(managerPassword)) return fieldError('#manager-pw', T.t('setup.shop.weak'));
-  if (passwordProblem(kitchenPassword)) return fieldError('#kitchen-pw', T.t('setup.shop.weak'));
-  if (kitchenPassword === managerPassword) return fieldError('#kitchen-pw', T.t('setup.shop.same'));
+  if (passwordProblem(managerPassword)) return fieldError('#manager-pw', [T, 'setup.shop.weak']);
+  if (passwordProblem(kitchenPassword)) return fieldError('#kitchen-pw', [T, 'setup.shop.weak']);
+  if (kitchenPassword === managerPassword) return fieldError('#kitchen-pw', [T, 'setup.shop.same']);
   working(true);
   try {
     await painted();
@@ -195,9 +200,9 @@ async function create(ev) {
       poll();
       return;
     }
-    fieldError(FIELD_INPUTS[r.data && r.data.field], (r.data && r.data.message) || T.t('common.error'));
+    fieldError(FIELD_INPUTS[r.data && r.data.field], (r.data && r.data.message) || [T, 'common.error']);
   } catch {
-    fieldError(null, T.t('common.network'));
+    fieldError(null, [T, 'common.network']);
   } finally {
     working(false);
   }
@@ -222,7 +227,11 @@ async function poll() {
       const p = await fetchProgress();
       if (p) {
         render();
-        if (p.state === 'done') { show('done'); return; }
+        if (p.state === 'done') {
+          await walked(); // every step shown before the done page
+          show('done');
+          return;
+        }
         if (p.state === 'failed') return;
       }
     } catch { /* keep asking */ }
@@ -230,20 +239,67 @@ async function poll() {
   }
 }
 
+// The boxes pass their steps faster than the page asks (a small store
+// forms in a second or two): the page shows each box's steps one after
+// the other, STEP_MS apart, up to the step the box reached, so the owner
+// sees every one of them.
+const STEP_MS = 250;
+const shownStep = new Map(); // box id → index in STEPS the page shows
+let walker = 0;
+let walkDone = [];
+
+// stepShown is the step the page shows for b, and whether it is behind
+// the box's own.
+function stepShown(b) {
+  const want = Math.max(0, STEPS.indexOf(b.step));
+  if (!shownStep.has(b.id)) shownStep.set(b.id, 0);
+  const at = Math.min(shownStep.get(b.id), want);
+  return { at, behind: at < want };
+}
+
+function walkSteps() {
+  if (walker) return;
+  const boxes = (state.progress && state.progress.boxes) || [];
+  if (!boxes.some((b) => stepShown(b).behind)) {
+    for (const f of walkDone.splice(0)) f();
+    return;
+  }
+  walker = setTimeout(() => {
+    walker = 0;
+    for (const b of (state.progress && state.progress.boxes) || []) {
+      const { at, behind } = stepShown(b);
+      if (behind) shownStep.set(b.id, at + 1);
+    }
+    if (state.step === 'progress') renderProgress();
+    else walkSteps();
+  }, STEP_MS);
+}
+
+// walked resolves once every box shows the step it reached.
+const walked = () => new Promise((res) => {
+  walkDone.push(res);
+  walkSteps();
+});
+
 function renderProgress() {
   const p = state.progress || { boxes: [] };
   const list = $('#progress-list');
   clear(list);
   for (const b of p.boxes || []) {
-    const at = STEPS.indexOf(b.step);
-    list.append(h('li', { class: ['progress-item', b.step === 'ready' && 'is-ready', b.error && 'is-failed'], dataset: { box: b.id, step: b.step } },
+    const { at, behind } = stepShown(b);
+    const step = STEPS[at];
+    list.append(h('li', { class: ['progress-item', step === 'ready' && 'is-ready', b.error && !behind && 'is-failed'], dataset: { box: b.id, step } },
       h('div', { class: 'head' },
         h('span', {}, b.hostname || '—', ' ', h('span', { class: 'code' }, b.shortCode)),
-        h('span', { class: 'word', text: T.t('setup.step.' + b.step) })),
+        h('span', { class: 'word', text: T.t('setup.step.' + step) })),
       h('div', { class: 'bar', 'aria-hidden': 'true' }, STEPS.map((s, i) => h('span', { class: i <= at ? 'is-on' : '' }))),
-      b.error ? h('div', { class: 'err', text: b.message || b.error }) : null));
+      b.error && !behind ? h('div', { class: 'err', text: b.message || b.error }) : null));
   }
+  walkSteps();
+  // A failed create says so in its title, not "creating… keep this page open".
   const failed = p.state === 'failed';
+  T.put('#progress-title', failed ? 'setup.progress.failedTitle' : 'setup.progress.title');
+  T.put('#progress-help', failed ? 'setup.progress.failedHelp' : 'setup.progress.help');
   const e = $('#progress-error');
   e.hidden = !failed;
   e.textContent = failed ? T.t('setup.progress.failed') + (p.message ? ' ' + p.message : '') : '';
@@ -282,6 +338,10 @@ function renderDone() {
   const boxes = $('#sheet-boxes');
   clear(boxes);
   for (const b of d.boxes || []) boxes.append(h('div', { class: 'mono', text: b.nodeId + ' — ' + (b.hostname || '') + ' — ' + b.staffUrl }));
+  // The staff screen's own button, with a letter of this shop's boxes.
+  const letters = [...new Set([...(d.boxes || []), ...missing].map((b) => b.nodeId).filter(Boolean))].sort();
+  const id = letters[letters.length - 1] || 'a';
+  T.put('#sheet-replace', 'setup.sheet.r2', { letters: letters.join(', '), replace: T.t('health.found.replace', { id }) });
 }
 
 function memberBanner() {

@@ -1,11 +1,11 @@
 // catalog.js — the staff console's menu and stock pages.
 
 import { menuBody } from '/assets/staff-api.js';
-import { $, h, clear, setError, yen, toast } from '/assets/dom.js';
+import { $, h, clear, setError, fieldError, yen, toast } from '/assets/dom.js';
 import { createContentEditor } from '/staff/content-editor.js';
 import { createOptionsEditor } from '/staff/options-editor.js';
-
-const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+import { ID_RE, newId } from '/staff/ids.js';
+import { createMenuImport } from '/staff/menu-import.js';
 
 function wholeNumber(v) {
   const s = String(v).trim();
@@ -20,6 +20,7 @@ export function createMenuPage({ api, T }) {
   let categories = {}; // category → names by language
   const content = createContentEditor({ api, T });
   const options = createOptionsEditor({ T });
+  const csv = createMenuImport({ api, T, items: () => items, reload: () => load() });
 
   async function load() {
     try {
@@ -39,9 +40,8 @@ export function createMenuPage({ api, T }) {
         h(
           'tr',
           { dataset: { menuId: it.menuId } },
-          h('td', { class: 'mono', text: it.menuId }),
-          h('td', null, h('div', { text: it.name }), it.nameEn ? h('div', { class: 'muted small-text', text: it.nameEn }) : null),
-          h('td', { text: it.category || '' }),
+          h('td', null, h('div', { text: it.name }), it.nameEn ? h('div', { class: 'muted small-text', text: it.nameEn }) : null, h('div', { class: 'item-id', text: it.menuId })),
+          h('td', { class: 'col-category', text: it.category || '' }),
           h('td', { class: 'num', text: yen(it.price) }),
           h('td', null, h('span', { class: 'status ' + (it.available === false ? 'status-CANCELLED' : 'status-READY'), text: it.available === false ? T.t('staff.menu.off') : T.t('staff.menu.onSale') })),
           h('td', null, h('button', { type: 'button', class: 'small', dataset: { action: 'edit' }, text: T.t('staff.menu.editButton'), onclick: () => fill(it) })),
@@ -50,26 +50,51 @@ export function createMenuPage({ api, T }) {
     }
     const dl = clear($('#menu-categories'));
     for (const c of new Set(items.map((i) => i.category).filter(Boolean))) dl.append(h('option', { value: c }));
-    if (editing === null && !$('#menu-id').value) fill(null);
+    if (editing === null && !filled) fill(null);
   }
 
+  // A topping row: its name and price; its id, kept from the item or made
+  // at save, is no field of the owner's.
   function toppingRow(t) {
     const row = h(
       'div',
-      { class: 'topping-edit', dataset: { toppingRow: '' } },
-      h('input', { type: 'text', dataset: { field: 'toppingId' }, value: (t && t.toppingId) || '', maxlength: '64', 'aria-label': 'toppingId' }),
-      h('input', { type: 'text', dataset: { field: 'name' }, value: (t && t.name) || '', 'aria-label': 'name' }),
-      h('input', { type: 'number', dataset: { field: 'price' }, value: t ? String(t.price) : '0', min: '0', step: '1', 'aria-label': 'price' }),
-      h('button', { type: 'button', class: 'small', text: T.t('staff.menu.removeTopping'), onclick: () => row.remove() }),
+      { class: 'topping-edit', dataset: { toppingRow: '', toppingId: (t && t.toppingId) || '', nameEn: (t && t.nameEn) || '' } },
+      h('input', { type: 'text', dataset: { field: 'name', i18nAriaLabel: 'staff.menu.name' }, value: (t && t.name) || '', 'aria-label': T.t('staff.menu.name') }),
+      h('input', { type: 'number', dataset: { field: 'price', i18nAriaLabel: 'staff.menu.price' }, value: t ? String(t.price) : '0', min: '0', step: '1', 'aria-label': T.t('staff.menu.price') }),
+      h('button', { type: 'button', class: 'small', words: [T, 'staff.menu.removeTopping'], onclick: () => row.remove() }),
     );
     return row;
   }
 
+  // ids every item and topping holds now: a new one must differ from all
+  // (menu and topping ids share the stock's names).
+  function takenIds() {
+    const taken = new Set();
+    for (const it of items) {
+      taken.add(it.menuId);
+      for (const t of it.toppings || []) taken.add(t.toppingId);
+    }
+    return taken;
+  }
+
+  // toppingFor is the id and English name for a new topping row: another
+  // item's topping of the same name (so they share their stock), else a
+  // new id.
+  function toppingFor(name, taken) {
+    for (const it of items) for (const t of it.toppings || []) if (t.name === name) return { toppingId: t.toppingId, nameEn: t.nameEn || '' };
+    const id = newId([name], taken, 'topping');
+    taken.add(id);
+    return { toppingId: id, nameEn: '' };
+  }
+
+  let filled = false;
+
   function fill(item) {
+    filled = true;
     editing = item ? item.menuId : null;
-    $('#menu-form-title').textContent = item ? T.t('staff.menu.edit') : T.t('staff.menu.create');
-    $('#menu-id').value = item ? item.menuId : '';
-    $('#menu-id').readOnly = !!item;
+    $('#menu-form').dataset.menuId = editing || '';
+    T.put('#menu-form-title', item ? 'staff.menu.edit' : 'staff.menu.create');
+    for (const el of document.querySelectorAll('#menu-form [aria-invalid]')) fieldError(el, '');
     $('#menu-name').value = item ? item.name || '' : '';
     $('#menu-name-en').value = item ? item.nameEn || '' : '';
     $('#menu-category').value = item ? item.category || '' : '';
@@ -83,27 +108,43 @@ export function createMenuPage({ api, T }) {
     content.fill(item, categories);
   }
 
+  // wrong marks the field and says why below it; false, for return.
+  function wrong(input, key) {
+    fieldError(input, [T, key]);
+    input.focus();
+    return false;
+  }
+
   async function save(ev) {
     ev.preventDefault();
-    const menuId = $('#menu-id').value.trim();
+    for (const el of document.querySelectorAll('#menu-form [aria-invalid]')) fieldError(el, '');
+    setError('#menu-error', '');
     const name = $('#menu-name').value.trim();
     const price = wholeNumber($('#menu-price').value);
-    if (!ID_RE.test(menuId)) return setError('#menu-error', T.t('staff.menu.invalidId'));
-    if (!name) return setError('#menu-error', T.t('staff.menu.invalidName'));
-    if (!Number.isFinite(price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
+    if (!name) return wrong($('#menu-name'), 'staff.menu.invalidName');
+    if (!Number.isFinite(price)) return wrong($('#menu-price'), 'staff.menu.invalidPrice');
+    const taken = takenIds();
     const toppings = [];
     for (const row of document.querySelectorAll('#menu-toppings [data-topping-row]')) {
-      const get = (f) => row.querySelector('[data-field="' + f + '"]').value.trim();
-      const t = { toppingId: get('toppingId'), name: get('name'), price: wholeNumber(get('price')) };
+      const input = (f) => row.querySelector('[data-field="' + f + '"]');
+      const t = { toppingId: row.dataset.toppingId, nameEn: row.dataset.nameEn, name: input('name').value.trim(), price: wholeNumber(input('price').value.trim()) };
       if (!t.toppingId && !t.name) continue;
-      if (!ID_RE.test(t.toppingId)) return setError('#menu-error', T.t('staff.menu.invalidId'));
-      if (!t.name) return setError('#menu-error', T.t('staff.menu.invalidName'));
-      if (!Number.isFinite(t.price)) return setError('#menu-error', T.t('staff.menu.invalidPrice'));
+      if (!t.name) return wrong(input('name'), 'staff.menu.invalidName');
+      if (!Number.isFinite(t.price)) return wrong(input('price'), 'staff.menu.invalidPrice');
       toppings.push(t);
     }
     const groups = options.body();
-    if (groups.error) return setError('#menu-error', groups.error);
+    if (groups.error) return wrong(groups.error.input, groups.error.key);
+    // The ids: an item's and a topping's once made stay; new ones come
+    // from the names. Chosen only now, when nothing is wrong.
+    const menuId = editing || newId([name, $('#menu-name-en').value.trim()], taken, 'item');
+    taken.add(menuId);
+    for (const t of toppings) if (!t.toppingId) Object.assign(t, toppingFor(t.name, taken));
+    options.assignIds();
+    const current = items.find((i) => i.menuId === editing);
     const body = menuBody({
+      // its place in the menu; a new item goes last
+      sortOrder: current ? current.sortOrder : Math.max(0, ...items.map((i) => Number(i.sortOrder) || 0)) + 1,
       station: $('#menu-station').value.trim() || 'kitchen',
       optionGroups: groups.optionGroups,
       name,
@@ -116,6 +157,8 @@ export function createMenuPage({ api, T }) {
     });
     try {
       const saved = await api.put('/api/staff/menu/' + encodeURIComponent(menuId), body);
+      editing = menuId;
+      $('#menu-form').dataset.menuId = menuId;
       await content.afterSave(menuId);
       toast(T.t('staff.menu.saved', { name }), 'ok');
       await load();
@@ -131,9 +174,17 @@ export function createMenuPage({ api, T }) {
     $('#menu-reload').addEventListener('click', load);
     $('#menu-topping-add').addEventListener('click', () => $('#menu-toppings').append(toppingRow(null)));
     $('#menu-category').addEventListener('input', () => content.renderCategory());
+    csv.bind();
   }
 
-  return { bind, enter: load, rerender: render };
+  return {
+    bind,
+    enter: load,
+    rerender: () => {
+      render();
+      csv.render();
+    },
+  };
 }
 
 // ---------------------------------------------------------------- stock
@@ -191,7 +242,7 @@ export function createStockPage({ api, T }) {
     if (String(raw).trim() !== '') {
       quantity = wholeNumber(raw);
       if (!Number.isFinite(quantity)) {
-        if (errSel) setError(errSel, T.t('staff.stock.invalidQty'));
+        if (errSel) setError(errSel, [T, 'staff.stock.invalidQty']);
         else toast(T.t('staff.stock.invalidQty'), 'error');
         return false;
       }
@@ -214,7 +265,7 @@ export function createStockPage({ api, T }) {
     $('#stock-form').addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const sku = $('#stock-sku').value.trim();
-      if (!ID_RE.test(sku)) return setError('#stock-error', T.t('staff.menu.invalidId'));
+      if (!ID_RE.test(sku)) return setError('#stock-error', [T, 'staff.menu.invalidId']);
       setError('#stock-error', '');
       if (await put(sku, $('#stock-qty').value, '#stock-error')) {
         $('#stock-sku').value = '';

@@ -2,17 +2,16 @@
 // languages, descriptions, allergens, the picture, and the category's
 // names (API.md "Menu: options, notes, stations, languages").
 
-import { $, h, clear } from '/assets/dom.js';
+import { $, h, clear, setError } from '/assets/dom.js';
 import { OPTION_STRINGS } from '/staff/options-editor.js';
+import { ALLERGEN_CODES, ALLERGEN_NAMES } from '/staff/allergens.js';
+
+export { ALLERGEN_CODES };
 
 export const CONTENT_LANGS = [
   ['zh-Hans', '中文（简体）'],
   ['ko', '한국어'],
 ];
-
-export const ALLERGEN_CODES = ['wheat', 'buckwheat', 'egg', 'milk', 'peanut', 'shrimp', 'crab', 'walnut', 'soy', 'sesame', 'fish', 'shellfish', 'pork', 'beef', 'chicken', 'alcohol'];
-const ALLERGEN_JA = ['小麦', 'そば', '卵', '乳', '落花生', 'えび', 'かに', 'くるみ', '大豆', 'ごま', '魚', '貝', '豚肉', '牛肉', '鶏肉', 'アルコール'];
-const ALLERGEN_EN = ['Wheat', 'Buckwheat', 'Egg', 'Milk', 'Peanut', 'Shrimp', 'Crab', 'Walnut', 'Soy', 'Sesame', 'Fish', 'Shellfish', 'Pork', 'Beef', 'Chicken', 'Alcohol'];
 
 const MAX_PICTURE = 256 * 1024;
 
@@ -30,7 +29,7 @@ export const CONTENT_STRINGS = {
     'staff.content.pictureType': 'JPEG・PNG・WebP の写真を選んでください。',
     'staff.content.pictureSaved': '写真を保存しました',
     'staff.content.categoryNames': 'カテゴリ「{category}」の名前（英語・他の言語）',
-    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_JA[i]])),
+    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_NAMES.ja[i]])),
   },
   en: {
     'staff.content.title': 'Description, allergens, picture, languages',
@@ -45,7 +44,7 @@ export const CONTENT_STRINGS = {
     'staff.content.pictureType': 'Choose a JPEG, PNG or WebP picture.',
     'staff.content.pictureSaved': 'Picture saved',
     'staff.content.categoryNames': 'Names of the category "{category}" (English, other languages)',
-    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_EN[i]])),
+    ...Object.fromEntries(ALLERGEN_CODES.map((c, i) => ['allergen.' + c, ALLERGEN_NAMES.en[i]])),
   },
 };
 
@@ -74,11 +73,11 @@ export function createContentEditor({ api, T }) {
     const names = (item && item.names) || {};
     const allergens = new Set((item && item.allergens) || []);
     root.append(
-      h('h3', { text: T.t('staff.content.title') }),
+      h('h3', { words: [T, 'staff.content.title'] }),
       h(
         'div',
         { class: 'content-editor' },
-        h('label', { class: 'muted small-text', text: T.t('staff.content.names') }),
+        h('label', { class: 'muted small-text', words: [T, 'staff.content.names'] }),
         h(
           'div',
           { class: 'names-grid' },
@@ -87,19 +86,19 @@ export function createContentEditor({ api, T }) {
             h('input', { id: 'menu-name-' + tag, type: 'text', maxlength: '100', lang: tag, dataset: { nameTag: tag }, value: names[tag] || '' }),
           ]),
         ),
-        h('label', { for: 'menu-description', text: T.t('staff.content.description') }),
+        h('label', { for: 'menu-description', words: [T, 'staff.content.description'] }),
         h('textarea', { id: 'menu-description', maxlength: '500', rows: '2' }, (item && item.description) || ''),
-        h('label', { for: 'menu-description-en', text: T.t('staff.content.descriptionEn') }),
+        h('label', { for: 'menu-description-en', words: [T, 'staff.content.descriptionEn'] }),
         h('textarea', { id: 'menu-description-en', maxlength: '500', rows: '2' }, (item && item.descriptionEn) || ''),
-        h('label', { class: 'muted small-text', text: T.t('staff.content.allergens') }),
+        h('label', { class: 'muted small-text', words: [T, 'staff.content.allergens'] }),
         h(
           'div',
           { id: 'menu-allergens', class: 'allergen-grid' },
           ALLERGEN_CODES.map((code) =>
-            h('label', { class: 'row' }, h('input', { type: 'checkbox', value: code, checked: allergens.has(code) }), h('span', { text: T.t('allergen.' + code) })),
+            h('label', { class: 'row' }, h('input', { type: 'checkbox', value: code, checked: allergens.has(code) }), h('span', { words: [T, 'allergen.' + code] })),
           ),
         ),
-        h('label', { for: 'menu-picture', text: T.t('staff.content.picture') }),
+        h('label', { for: 'menu-picture', words: [T, 'staff.content.picture'] }),
         h('div', { id: 'menu-photo-row', class: 'photo-row' }),
         h('div', { id: 'menu-category-names', class: 'content-editor' }),
       ),
@@ -113,10 +112,13 @@ export function createContentEditor({ api, T }) {
   function renderPhoto() {
     const row = clear($('#menu-photo-row'));
     const src = preview || (!removePicture && item && item.imageUrl) || '';
+    // Element.append writes a null as the word "null": only what there is.
     row.append(
-      src ? h('img', { id: 'menu-picture-preview', src, alt: '' }) : h('span', { class: 'muted small-text', text: T.t('staff.content.noPicture') }),
-      h('input', { id: 'menu-picture', type: 'file', accept: 'image/jpeg,image/png,image/webp', onchange: onFile }),
-      src ? h('button', { id: 'menu-picture-remove', type: 'button', class: 'small', text: T.t('staff.content.removePicture'), onclick: onRemove }) : null,
+      ...[
+        src ? h('img', { id: 'menu-picture-preview', src, alt: '' }) : h('span', { class: 'muted small-text', words: [T, 'staff.content.noPicture'] }),
+        h('input', { id: 'menu-picture', type: 'file', accept: 'image/jpeg,image/png,image/webp', onchange: onFile }),
+        src ? h('button', { id: 'menu-picture-remove', type: 'button', class: 'small', words: [T, 'staff.content.removePicture'], onclick: onRemove }) : null,
+      ].filter(Boolean),
     );
   }
 
@@ -128,7 +130,7 @@ export function createContentEditor({ api, T }) {
     if (!cat) return;
     const catNames = categories[cat] || {};
     box.append(
-      h('label', { class: 'muted small-text', text: T.t('staff.content.categoryNames', { category: cat }) }),
+      h('label', { class: 'muted small-text', words: [T, 'staff.content.categoryNames', { category: cat }] }),
       h(
         'div',
         { class: 'names-grid' },
@@ -146,7 +148,7 @@ export function createContentEditor({ api, T }) {
     file = null;
     if (!f) return renderPhoto();
     if (!['image/jpeg', 'image/png', 'image/webp'].includes(f.type) || f.size > MAX_PICTURE) {
-      showError(T.t(f.size > MAX_PICTURE ? 'staff.content.pictureTooBig' : 'staff.content.pictureType'));
+      setError('#menu-error', [T, f.size > MAX_PICTURE ? 'staff.content.pictureTooBig' : 'staff.content.pictureType']);
       ev.currentTarget.value = '';
       return;
     }
@@ -167,12 +169,6 @@ export function createContentEditor({ api, T }) {
     file = null;
     removePicture = true;
     renderPhoto();
-  }
-
-  function showError(msg) {
-    const el = $('#menu-error');
-    el.textContent = msg;
-    el.hidden = false;
   }
 
   function fill(it, cats) {

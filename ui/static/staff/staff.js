@@ -14,14 +14,15 @@ import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/c
 import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 import { createPrintersPage } from '/staff/printers.js';
 import { withContentStrings } from '/staff/content-editor.js';
+import { CSV_STRINGS } from '/staff/menucsv.js';
 import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
 
 const T = createI18n(
   withHealthStrings(
     withContentStrings(
       withCallStrings({
-        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja),
-        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en),
+        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja),
+        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en),
       }),
     ),
   ),
@@ -122,7 +123,7 @@ function createTablesPage() {
     const input = $('#open-session-table');
     const tableId = input.value.trim();
     if (!ID_RE.test(tableId)) {
-      setError('#open-session-error', T.t('staff.open.invalid'));
+      setError('#open-session-error', [T, 'staff.open.invalid']);
       return;
     }
     setError('#open-session-error', '');
@@ -193,7 +194,7 @@ function createTablesPage() {
         failure = failure || e;
       }
     }
-    if (failure && !orders) setError('#session-error', T.t('staff.checkout.ordersUnavailable', { message: failure.message }));
+    if (failure && !orders) setError('#session-error', [T, 'staff.checkout.ordersUnavailable', { message: failure.message }]);
     billOrders = (orders || []).slice().sort((a, b) => (Date.parse(a.createdAt) || 0) - (Date.parse(b.createdAt) || 0) || a.orderId - b.orderId);
     renderBill();
   }
@@ -353,6 +354,11 @@ async function showApp() {
       nodeId = st.nodeId;
       renderNodeLabel();
     }
+    // The staff view of the status names the shop.
+    const full = await api.get('/api/cluster/status', { timeoutMs: 5000 });
+    const shop = $('#shop-label');
+    shop.textContent = (full && full.shopName) || '';
+    shop.hidden = !shop.textContent;
   } catch (_) {
     // the cluster page says more
   }
@@ -396,12 +402,12 @@ function start() {
         // A kitchen login cannot run the console (every call would be
         // 403 FORBIDDEN_ROLE): say where it belongs.
         await api.logout();
-        setError('#login-error', T.t('staff.login.kitchenRole'));
+        setError('#login-error', [T, 'staff.login.kitchenRole']);
         return;
       }
       showApp();
     } catch (e) {
-      setError('#login-error', e.message || T.t('login.failed'));
+      setError('#login-error', e.message || [T, 'login.failed']);
     }
   });
   $('#logout').addEventListener('click', async () => {

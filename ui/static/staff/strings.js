@@ -2,6 +2,7 @@
 
 export const STRINGS = {
   ja: {
+    'staff.title': 'MasterOrder — スタッフ画面',
     'staff.brand': 'スタッフ',
     'staff.offline': 'オフライン — この端末が最後に受け取った注文と設定を表示しています。変更はサーバーの復旧後にできます。',
     'staff.kitchenLink': 'キッチン画面',
@@ -20,7 +21,7 @@ export const STRINGS = {
     'staff.session.pin': 'PIN',
     'staff.session.show': '表示',
     'staff.session.newPin': 'ロック解除・新しいPIN',
-    'staff.login.kitchenRole': 'これはキッチン用のパスワードです。キッチン画面（/kitchen/）で使ってください。管理画面には店長パスワードが必要です。',
+    'staff.login.kitchenRole': 'これはキッチン用のパスワードです。キッチン画面（/kitchen/）で使ってください。スタッフ画面には店長のパスワードが必要です。',
     'staff.session.newPinConfirm': 'テーブル {table} のPINを新しくし、PINロックを解除します。席のお客様には新しいPINをお伝えください。',
     'staff.session.newPinDone': '新しいPIN: {pin}',
     'staff.sessions.title': '営業中のテーブル',
@@ -152,9 +153,10 @@ export const STRINGS = {
     'common.noMark': 'いいえ',
   },
   en: {
+    'staff.title': 'MasterOrder — Staff screen',
     'staff.brand': 'Staff',
     'staff.offline': 'Offline — showing the last known orders and settings on this box. Changes can be made once the servers are back.',
-    'staff.kitchenLink': 'Kitchen display',
+    'staff.kitchenLink': 'Kitchen screen',
     'staff.node': 'box {id}',
     'staff.tab.tables': 'Tables',
     'staff.tab.menu': 'Menu',
@@ -170,7 +172,7 @@ export const STRINGS = {
     'staff.session.pin': 'PIN',
     'staff.session.show': 'Show',
     'staff.session.newPin': 'Unlock table / new PIN',
-    'staff.login.kitchenRole': 'This is the kitchen password: use it on the kitchen screen (/kitchen/). The console needs the manager password.',
+    'staff.login.kitchenRole': 'This is the kitchen password: use it on the kitchen screen (/kitchen/). The staff screen needs the manager password.',
     'staff.session.newPinConfirm': 'Give table {table} a new PIN and lift its PIN lockout? Tell the seated guests the new PIN.',
     'staff.session.newPinDone': 'New PIN: {pin}',
     'staff.sessions.title': 'Open tables',
