@@ -166,6 +166,13 @@ func (w *Wizard) handleCreate(c echo.Context) error {
 	if r := req.validate(); r != nil {
 		return httpapi.Write(c, *r)
 	}
+	cl, err := w.makeCluster(req)
+	if err != nil {
+		return httpapi.Fail(c, http.StatusInternalServerError, "INTERNAL")
+	}
+	if r := checkSettings(cl); r != nil {
+		return httpapi.Write(c, *r)
+	}
 	w.mu.Lock()
 	missing := false
 	for _, id := range req.Boxes {
@@ -201,7 +208,7 @@ func (w *Wizard) handleCreate(c echo.Context) error {
 			NodeID: ids[i], Step: StepFound})
 	}
 	w.mu.Unlock()
-	go w.form(req, picked, ids)
+	go w.form(req, cl, picked, ids)
 	return c.JSON(http.StatusAccepted, w.Progress().Worded(httpapi.English(c)))
 }
 

@@ -1,8 +1,8 @@
 package setup
 
 import (
+	"errors"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"masterorder/httpapi"
@@ -31,13 +31,13 @@ type createBody struct {
 	KitchenPassword *string `json:"kitchenPassword"`
 }
 
-var guestNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*$`)
-
 // DefaultGuestName is the mDNS name guests' QR codes use.
 const DefaultGuestName = "masterorder.local"
 
-// validate checks the form as init checks its flags; a refusal names
-// the field.
+// validate checks what of the form no box config holds (the boxes, the
+// passwords' hashes); a refusal names the field. The settings the boxes
+// keep (the guest name, the shop's name, the tax rate) are checked by the
+// boxes' own rule: checkSettings.
 func (req *CreateRequest) validate() *httpapi.Refusal {
 	bad := func(code, field string) *httpapi.Refusal {
 		return &httpapi.Refusal{Status: http.StatusBadRequest, Code: code, Field: field}
@@ -50,12 +50,8 @@ func (req *CreateRequest) validate() *httpapi.Refusal {
 	switch {
 	case len(req.Boxes) == 0 || len(req.Boxes) > 7:
 		return bad("INVALID_SETUP", "boxes")
-	case req.ShopName == "" || len(req.ShopName) > 100:
-		return bad("INVALID_SETUP", "shopName")
-	case req.TaxRatePercent < 0 || req.TaxRatePercent > 100:
-		return bad("INVALID_SETUP", "taxRatePercent")
-	case !guestNamePattern.MatchString(req.GuestName) || len(req.GuestName) > 253:
-		return bad("INVALID_SETUP", "guestName")
+	case req.ShopName == "":
+		return bad("INVALID_SHOP_NAME", "shopName")
 	}
 	if cluster.CheckPasswordHash(req.ManagerPasswordHash) != nil {
 		return bad("BAD_PASSWORD_HASH", "managerPasswordHash")
@@ -76,6 +72,32 @@ func (req *CreateRequest) validate() *httpapi.Refusal {
 		seen[id] = true
 	}
 	return nil
+}
+
+// settingFields names, for a setting the boxes' config check refuses,
+// the form's field that made it and the reason code that words it.
+var settingFields = map[string]struct{ field, code string }{
+	"mdns_name":             {"guestName", "INVALID_GUEST_NAME"},
+	"public_url":            {"guestName", "INVALID_GUEST_NAME"},
+	"shop.name":             {"shopName", "INVALID_SHOP_NAME"},
+	"shop_id":               {"shopName", "INVALID_SHOP_NAME"},
+	"shop.tax_rate_percent": {"taxRatePercent", "INVALID_TAX_RATE"},
+}
+
+// checkSettings runs the boxes' own config check over the cluster the
+// form makes (cluster.Check), before any box is claimed: a setting every
+// box would refuse is refused here, naming the form's field.
+func checkSettings(cl *cluster.Cluster) *httpapi.Refusal {
+	err := cl.Check()
+	if err == nil {
+		return nil
+	}
+	if ce := (*cluster.ConfigError)(nil); errors.As(err, &ce) {
+		if f, ok := settingFields[ce.Setting]; ok {
+			return &httpapi.Refusal{Status: http.StatusBadRequest, Code: f.code, Field: f.field}
+		}
+	}
+	return &httpapi.Refusal{Status: http.StatusBadRequest, Code: "INVALID_SETUP", Detail: err.Error()}
 }
 
 // ShopID makes a shop id from the shop's name: its ASCII letters and

@@ -11,11 +11,11 @@ import (
 	"masterorder/setup/cluster"
 )
 
-// form claims the picked boxes, makes the cluster with package cluster
-// (as init does), pushes every box its bundle as node ids[i] (this box
+// form claims the picked boxes, pushes cl's (made and checked by
+// handleCreate with package cluster, as init makes one) every box its bundle as node ids[i] (this box
 // last: it stops its setup server to become a member) and follows them
 // until ready.
-func (w *Wizard) form(req CreateRequest, picked []Candidate, ids []string) {
+func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate, ids []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	clients := make([]*Client, len(picked))
@@ -41,12 +41,6 @@ func (w *Wizard) form(req CreateRequest, picked []Candidate, ids []string) {
 		}
 		tokens[i] = tok
 		w.setStep(i, StepClaimed, Reason{})
-	}
-	cl, err := w.makeCluster(req)
-	if err != nil {
-		release()
-		w.fail("INTERNAL")
-		return
 	}
 	boxes := make([]cluster.Box, len(picked))
 	for i, e := range picked {

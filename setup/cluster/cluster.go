@@ -247,6 +247,11 @@ func (c *Cluster) Bundle(self Box, peers []node.Peer, join, withCAKey bool) (Bun
 	if withCAKey {
 		files[pki.CAKeyFile("")] = c.CA.KeyPEM()
 	}
+	return Bundle{Config: c.config(self, peers, join), Files: files}, nil
+}
+
+// config is box self's config in a cluster of peers (paths not yet set).
+func (c *Cluster) config(self Box, peers []node.Peer, join bool) Config {
 	p := self.Peer()
 	if c.PlainHTTP {
 		p.HTTPSAddr = ""
@@ -256,7 +261,24 @@ func (c *Cluster) Bundle(self Box, peers []node.Peer, join, withCAKey bool) (Bun
 	cfg.HTTP.AllowPlainStaff = c.PlainHTTP
 	cfg.Staff.PasswordHash, cfg.Staff.TokenSecret, cfg.Staff.KitchenPasswordHash = c.StaffPasswordHash, c.TokenSecret, c.KitchenPasswordHash
 	cfg.Shop.TaxRatePercent, cfg.Shop.Name = c.TaxRatePercent, c.ShopName
-	return Bundle{Config: cfg, Files: files}, nil
+	return cfg
+}
+
+// ConfigError is a setting a box's config check refuses, by its name in
+// the config file (node's type).
+type ConfigError = node.ConfigError
+
+// Check runs the boxes' own config check (orders.ParseConfig, which a box
+// runs on the config pushed to it) over the cluster's settings, on a
+// config made for a sample box: the wizard calls it before it claims any
+// box, so that what every box would refuse is refused first, by one rule.
+// A refusal is a *ConfigError naming the setting.
+func (c *Cluster) Check() error {
+	self := Box{ID: "a", Host: "192.0.2.1", HTTPPort: "8080", RaftPort: "9080", HTTPSPort: "8443"} // TEST-NET-1: never dialled
+	cfg := c.config(self, c.Peers([]Box{self}), false)
+	cfg.UseLayout("/etc/masterorder/tls", "/var/lib/masterorder")
+	_, err := cfg.Marshal("")
+	return err
 }
 
 // Peers lists boxes as a cluster config does.
