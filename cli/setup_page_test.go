@@ -190,3 +190,37 @@ func TestSetupFailureScreenSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupStartOverAfterAFailure (issue 39 #2): after a failed create,
+// "Start over" leads back to the boxes, the page reopened does too (not
+// to the failure), and once the card is sound the same box makes the shop.
+func TestSetupStartOverAfterAFailure(t *testing.T) {
+	bctx := startWizardChromium(t, 4*time.Minute)
+	boxes := startSetupBoxes(t, 1, func(i int, l setup.Layout) []string {
+		os.MkdirAll(l.EtcDir, 0o755)
+		os.WriteFile(l.TLSDir(), []byte("not a folder"), 0o644)
+		return nil
+	})
+	wt := openWizardAs(t, bctx, "en-US,en", 1024, 768, boxes[0], 1)
+	fill := func() {
+		wt.do("next", chromedp.Click(chromedp.CSS("#box-next")))
+		wt.until("shop form", visible("#shop-name"), 10*time.Second)
+		wt.do("fill", chromedp.SetValue(chromedp.CSS("#shop-name"), "Ramen Tanaka"),
+			chromedp.SetValue(chromedp.CSS("#manager-pw"), setupManagerPW),
+			chromedp.SetValue(chromedp.CSS("#kitchen-pw"), setupKitchenPW),
+			chromedp.Click(chromedp.CSS("#shop-create")))
+	}
+	fill()
+	wt.until("failed", visible("#progress-retry"), 2*time.Minute)
+	wt.do("start over", chromedp.Click(chromedp.CSS("#progress-retry")))
+	wt.until("the boxes again", visible("#step-boxes")+` && document.querySelectorAll('.box-card').length === 1`, 30*time.Second)
+	wt.do("reopen", chromedp.Reload())
+	wt.until("the page reopened", visible("#step-boxes")+` || `+visible("#step-progress"), 30*time.Second)
+	if got := wt.eval(`document.querySelector('#step-progress').hidden ? 'boxes' : 'the failure again'`); got != "boxes" {
+		t.Fatalf("after a failure, the page reopened shows %s", got)
+	}
+	os.Remove(boxes[0].layout.TLSDir()) // the owner changed the card
+	wt.until("the box listed", `document.querySelectorAll('.box-card.is-picked').length === 1`, 30*time.Second)
+	fill()
+	wt.until("done", visible("#step-done"), 2*time.Minute)
+}

@@ -72,6 +72,7 @@ type Box struct {
 	mu         sync.Mutex
 	wrongCodes int
 	configured bool
+	configBy   string // the box whose wizard configured this one
 	cfgPath    string
 	becameCh   chan struct{}
 
@@ -354,6 +355,7 @@ func (b *Box) handleConfigure(c echo.Context) error {
 	if _, port, err := net.SplitHostPort(req.Config.HTTPAddr); err != nil || port != strconv.Itoa(b.ports.HTTP) {
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "INVALID_SETUP", Detail: "http_addr must use this box's port " + strconv.Itoa(b.ports.HTTP)})
 	}
+	claimer, _ := b.opts.Layout.readClaim()
 	path, err := b.opts.Layout.writeConfigured(cluster.Bundle{Config: req.Config, Files: req.Files})
 	if err != nil {
 		// A file the card would not take (full, read-only, failing) is
@@ -365,9 +367,22 @@ func (b *Box) handleConfigure(c echo.Context) error {
 		b.log.Warn("setup: pushed config refused", "error", err)
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "INVALID_SETUP", Detail: err.Error()})
 	}
-	b.configured, b.cfgPath = true, path
+	b.configured, b.configBy, b.cfgPath = true, claimer.Claimer, path
 	close(b.becameCh)
 	return c.JSON(http.StatusAccepted, map[string]string{"state": string(ModeMember), "nodeId": req.Config.NodeID})
+}
+
+// takenByAnother reports whether another box's wizard claimed or
+// configured this box.
+func (b *Box) takenByAnother() bool {
+	b.mu.Lock()
+	configBy := b.configBy
+	b.mu.Unlock()
+	if configBy != "" {
+		return configBy != b.id.ID
+	}
+	cl, ok := b.opts.Layout.readClaim()
+	return ok && cl.Claimer != b.id.ID
 }
 
 func (b *Box) handleRelease(c echo.Context) error {

@@ -19,3 +19,23 @@ func TestReasonOfAWrappedRefusal(t *testing.T) {
 		t.Errorf("ReasonOf(timeout) = %+v", r)
 	}
 }
+
+// A box whose own wizard failed, then claimed by another box's wizard,
+// no longer reports its failure: the owner made the shop from another box
+// (issue 39 #2).
+func TestFailedProgressIsStaleOnceAnotherBoxClaims(t *testing.T) {
+	tb := newTestBox(t, t.TempDir(), nil)
+	w := tb.Wizard()
+	w.mu.Lock()
+	w.progress = Progress{Job: Job{State: JobFailed, Reason: Reason{Error: "UNREACHABLE"}}, Boxes: []BoxProgress{{ID: tb.Identity().ID, Step: StepFound}}}
+	w.mu.Unlock()
+	if p := w.Progress(); p.State != JobFailed {
+		t.Fatalf("its own failure, nothing else happened: %q, want failed", p.State)
+	}
+	if _, err := tb.client(t).Claim(ctx5(t), "another-box", ""); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.Progress(); p.State != JobIdle || p.Error != "" || len(p.Boxes) != 0 {
+		t.Errorf("claimed by another box's wizard, the box still reports %+v, want idle", p)
+	}
+}

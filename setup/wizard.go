@@ -53,10 +53,16 @@ func (w *Wizard) routes(e *echo.Echo) {
 	e.GET("/setup/api/progress", func(c echo.Context) error { return c.JSON(http.StatusOK, w.Progress().Worded(httpapi.English(c))) })
 }
 
-// Progress is a copy of the current progress.
+// Progress is a copy of the current progress. A failure is forgotten
+// once another box's wizard claimed or configured this box: the owner made
+// the shop from there, and this box's failure no longer says anything.
 func (w *Wizard) Progress() Progress {
+	stale := w.box.takenByAnother()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.progress.State == JobFailed && stale {
+		w.progress = Progress{Job: Job{State: JobIdle}}
+	}
 	p := w.progress
 	p.Boxes = append([]BoxProgress(nil), p.Boxes...)
 	return p

@@ -370,7 +370,14 @@ $('#show-pw').addEventListener('change', () => {
   for (const id of ['#manager-pw', '#kitchen-pw']) $(id).type = $('#show-pw').checked ? 'text' : 'password';
 });
 $('#print-sheet').addEventListener('click', () => window.print());
-$('#progress-retry').addEventListener('click', () => { window.location.reload(); });
+// Start over: back to the boxes, the form as typed. The box takes a new
+// create after a failure; a reload would only show the failure again.
+$('#progress-retry').addEventListener('click', () => {
+  state.progress = null;
+  shownStep.clear();
+  show('boxes');
+  lookForBoxes();
+});
 
 T.apply();
 T.bindToggle($('#lang-toggle'));
@@ -390,7 +397,9 @@ T.onChange(async () => {
   try {
     const p = await fetchProgress();
     if (p) {
-      if (p.state === 'working' || p.state === 'failed') { show('progress'); poll(); return; }
+      // A failure is shown to the page that watched it; a page opened
+      // afterwards starts over (the box takes a new create).
+      if (p.state === 'working') { show('progress'); poll(); return; }
       if (p.state === 'done') { show('done'); return; }
       if (p.state === 'member') { memberBanner(); show('boxes'); return; }
     }
