@@ -320,6 +320,8 @@ type staffSession struct {
 	store.Session
 	PIN      string `json:"pin"`
 	GuestURL string `json:"guestUrl"`
+	// GuestFallbackURL: the same page at this box's address (guestFallbackURL).
+	GuestFallbackURL string `json:"guestFallbackUrl,omitempty"`
 }
 
 func (s *Service) openSession(c echo.Context) error {
@@ -344,8 +346,18 @@ func (s *Service) openSession(c echo.Context) error {
 	if err := json.Unmarshal(r.Body, &opened); err != nil {
 		return s.failErr(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"sessionId": opened.SessionID, "tableId": opened.TableID, "pin": opened.PIN,
-		"status": opened.Status, "guestUrl": s.guestURL(c, opened.SessionID)})
+	return c.JSON(http.StatusOK, s.openedAnswer(c, opened))
+}
+
+// openedAnswer is a session just opened or given a new PIN, as the staff
+// screen shows it: its guest page, and the fallback address when there is
+// one.
+func (s *Service) openedAnswer(c echo.Context, o sessionOpened) map[string]any {
+	m := map[string]any{"sessionId": o.SessionID, "tableId": o.TableID, "pin": o.PIN, "status": o.Status, "guestUrl": s.guestURL(c, o.SessionID)}
+	if u := s.guestFallbackURL(o.SessionID); u != "" {
+		m["guestFallbackUrl"] = u
+	}
+	return m
 }
 
 func (s *Service) listSessions(c echo.Context) error {
@@ -369,7 +381,7 @@ func (s *Service) listSessions(c echo.Context) error {
 	}
 	out := make([]staffSession, 0, len(list))
 	for _, sess := range list {
-		out = append(out, staffSession{Session: sess, PIN: sess.PIN, GuestURL: s.guestURL(c, sess.SessionID)})
+		out = append(out, staffSession{Session: sess, PIN: sess.PIN, GuestURL: s.guestURL(c, sess.SessionID), GuestFallbackURL: s.guestFallbackURL(sess.SessionID)})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"sessions": out})
 }

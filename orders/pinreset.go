@@ -36,6 +36,5 @@ func (s *Service) resetPIN(c echo.Context) error {
 	if err := json.Unmarshal(r.Body, &out); err != nil {
 		return s.failErr(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"sessionId": out.SessionID, "tableId": out.TableID, "pin": out.PIN,
-		"status": out.Status, "guestUrl": s.guestURL(c, out.SessionID)})
+	return c.JSON(http.StatusOK, s.openedAnswer(c, out))
 }

@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -359,6 +361,23 @@ func (s *Service) loadSession(id string) (store.Session, bool, error) {
 
 // guestURL is the table's address for its QR code: public_url when the
 // store has one address for all boxes, else the box the staff talks to.
+// guestFallbackURL is the guest page at this box's own address, printed
+// under a table's QR code for a phone that cannot resolve the store's
+// name (Android before 12, a guest network that drops multicast): "" when
+// public_url is unset or already an address, or when http_addr names no
+// one address.
+func (s *Service) guestFallbackURL(sessionID string) string {
+	u, err := url.Parse(s.cfg.PublicURL)
+	if s.cfg.PublicURL == "" || err != nil || net.ParseIP(u.Hostname()) != nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(s.cfg.HTTPAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || ip.IsUnspecified() {
+		return ""
+	}
+	return "http://" + s.cfg.HTTPAddr + "/guest/?s=" + sessionID
+}
+
 func (s *Service) guestURL(c echo.Context, sessionID string) string {
 	if u := s.cfg.PublicURL; u != "" {
 		return strings.TrimSuffix(u, "/") + "/guest/?s=" + sessionID

@@ -88,6 +88,11 @@ function createTablesPage() {
     show('#session-qr', true);
     $('#session-url').textContent = url;
     $('#session-url').href = url;
+    // The box's own address, for a phone that cannot resolve .local.
+    const fallback = s.guestFallbackUrl || '';
+    $('#session-fallback').textContent = fallback;
+    $('#session-fallback').href = fallback || '#';
+    show('#session-fallback-row', !!fallback);
     $('#session-id').textContent = s.sessionId;
     setError('#session-error', '');
     if (!sameSession) {
