@@ -255,7 +255,9 @@ func demoSetup(ctx context.Context, listen, dir string, e env) error {
 		fmt.Fprintf(stdout, "  box in setup mode  http://%s/setup/\n", a)
 	}
 	fmt.Fprintf(stdout, "open the setup page: http://%s/setup/\n", addrs[0])
-	fmt.Fprintf(stdout, "(the guest name masterorder.local needs mDNS on this machine; type %s as the guest name to open guest pages without it)\n", host)
+	// The guest name must end in .local (every box's config check says
+	// so); without mDNS the box's own address still opens the guest page.
+	fmt.Fprintf(stdout, "(guests' QR codes name masterorder.local, which needs mDNS on this machine; without it, open the address the staff screen prints under each table's QR code, http://%s/guest/?s=…)\n", addrs[0])
 	fmt.Fprintln(stdout, "Ctrl-C stops the boxes.")
 	var first error
 	for range addrs {
