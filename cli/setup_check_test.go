@@ -24,8 +24,8 @@ func TestSetupRefusesABadGuestNameBeforeClaiming(t *testing.T) {
 	req := setup.CreateRequest{Boxes: ids, ShopName: "Ramen Tanaka", ManagerPasswordHash: hashFor(t, setupManagerPW),
 		KitchenPasswordHash: hashFor(t, setupKitchenPW), TaxRatePercent: 10}
 	for _, c := range []struct{ name, lang, words string }{
-		{"127.0.0.1", "en", "Guest name"},   // what demo --setup used to suggest
-		{"masterorder.lan", "ja", "ゲスト用の名前"}, // the pattern took it; no box does
+		{"127.0.0.1", "en", "Address name for guests"}, // what demo --setup used to suggest
+		{"masterorder.lan", "ja", "お客様用のアドレス名"},        // the pattern took it; no box does
 	} {
 		req.GuestName = c.name
 		var refusal struct{ ReasonCode, Field, Message string }
