@@ -49,7 +49,7 @@ func TestSetupWizardScreenshots(t *testing.T) {
 // startWizardChromium starts a headless Chromium (a Japanese one, as the
 // browser tests' phones are) for at most budget; it stops with the test.
 // Without Chromium the test is skipped, except in CI.
-func startWizardChromium(t *testing.T, budget time.Duration) context.Context {
+func startWizardChromium(t *testing.T, budget time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	chromium := ""
 	for _, name := range []string{os.Getenv("MO_CHROMIUM"), "chromium", "chromium-browser", "/usr/bin/chromium"} {
@@ -72,6 +72,7 @@ func startWizardChromium(t *testing.T, budget time.Duration) context.Context {
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-proxy-server", true),
 		chromedp.Flag("lang", "ja-JP"), chromedp.Flag("accept-lang", "ja-JP,ja"))
+	opts = append(opts, extra...)
 	parent, stop := context.WithTimeout(context.Background(), budget)
 	actx, acancel := chromedp.NewExecAllocator(parent, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
