@@ -72,7 +72,6 @@ type Box struct {
 	mu         sync.Mutex
 	wrongCodes int
 	configured bool
-	configBy   string // the box whose wizard configured this one
 	cfgPath    string
 	becameCh   chan struct{}
 
@@ -355,7 +354,6 @@ func (b *Box) handleConfigure(c echo.Context) error {
 	if _, port, err := net.SplitHostPort(req.Config.HTTPAddr); err != nil || port != strconv.Itoa(b.ports.HTTP) {
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "INVALID_SETUP", Detail: "http_addr must use this box's port " + strconv.Itoa(b.ports.HTTP)})
 	}
-	claimer, _ := b.opts.Layout.readClaim()
 	path, err := b.opts.Layout.writeConfigured(cluster.Bundle{Config: req.Config, Files: req.Files})
 	if err != nil {
 		// A file the card would not take (full, read-only, failing) is
@@ -367,20 +365,14 @@ func (b *Box) handleConfigure(c echo.Context) error {
 		b.log.Warn("setup: pushed config refused", "error", err)
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "INVALID_SETUP", Detail: err.Error()})
 	}
-	b.configured, b.configBy, b.cfgPath = true, claimer.Claimer, path
+	b.configured, b.cfgPath = true, path
 	close(b.becameCh)
 	return c.JSON(http.StatusAccepted, map[string]string{"state": string(ModeMember), "nodeId": req.Config.NodeID})
 }
 
-// takenByAnother reports whether another box's wizard claimed or
-// configured this box.
+// takenByAnother reports whether another box's wizard claimed this box
+// (the claimed marker stays once it configured it too).
 func (b *Box) takenByAnother() bool {
-	b.mu.Lock()
-	configBy := b.configBy
-	b.mu.Unlock()
-	if configBy != "" {
-		return configBy != b.id.ID
-	}
 	cl, ok := b.opts.Layout.readClaim()
 	return ok && cl.Claimer != b.id.ID
 }
