@@ -38,27 +38,7 @@ func TestCrashConsistency(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	victim := ""
 	rep := storm(t, c, cfg, func() {
-		for i := range 10 {
-			l := c.waitLeader(15 * time.Second)
-			if victim == "" || victim == l {
-				victim = c.followers(l)[0]
-			}
-			offset := time.Duration(50+rng.IntN(451)) * time.Millisecond
-			if i%2 == 0 {
-				c.waitReady(victim, 30*time.Second)
-				time.Sleep(offset)
-				t.Logf("kill %d: SIGKILL %s %s after it was ready", i+1, victim, offset)
-			} else {
-				time.Sleep(offset)
-				t.Logf("kill %d: SIGKILL %s %s after its start", i+1, victim, offset)
-			}
-			c.kill(victim)
-			// Down long enough, often, that the leader has compacted the
-			// entries it needs: it then gets a snapshot sent.
-			time.Sleep(time.Duration(300+rng.IntN(2200)) * time.Millisecond)
-			c.start(victim)
-		}
-		c.waitReady(victim, 60*time.Second)
+		victim = faultFollower(t, c, rng, 10, 30*time.Second, "SIGKILL", c.kill)
 	})
 	c.checkReport(rep)
 	orders := c.checkState(rep)
@@ -131,4 +111,37 @@ func TestRebuildFromDisagreeingFiles(t *testing.T) {
 	}
 	c.checkState(rep)
 	c.compareDumps()
+}
+
+// faultFollower takes one follower down rounds times (down, then a restart
+// 300–2500 ms later), at random 50–500 ms offsets: every other time right
+// after it started (while it replays its log, restores or installs a
+// snapshot), otherwise once it is ready. It waits up to wait for it to be
+// ready (half of that for a leader, a minute at the end) and returns the
+// follower it chose.
+func faultFollower(t *testing.T, c *cluster, rng *rand.Rand, rounds int, wait time.Duration, what string, down func(id string)) string {
+	t.Helper()
+	victim := ""
+	for i := range rounds {
+		l := c.waitLeader(wait / 2)
+		if victim == "" || victim == l {
+			victim = c.followers(l)[0]
+		}
+		offset := time.Duration(50+rng.IntN(451)) * time.Millisecond
+		if i%2 == 0 {
+			c.waitReady(victim, wait)
+			time.Sleep(offset)
+			t.Logf("%s %d: follower %s, %s after it was ready", what, i+1, victim, offset)
+		} else {
+			time.Sleep(offset)
+			t.Logf("%s %d: follower %s, %s after its start", what, i+1, victim, offset)
+		}
+		down(victim)
+		// Down long enough, often, that the leader has compacted the
+		// entries it needs: it then gets a snapshot sent.
+		time.Sleep(time.Duration(300+rng.IntN(2200)) * time.Millisecond)
+		c.start(victim)
+	}
+	c.waitReady(victim, 60*time.Second)
+	return victim
 }

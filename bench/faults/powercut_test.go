@@ -92,26 +92,7 @@ func runPowerCuts(t *testing.T, d time.Duration, fault func(t *testing.T, c *clu
 func TestPowerCuts(t *testing.T) {
 	t.Run("Follower", func(t *testing.T) {
 		runPowerCuts(t, 30*time.Second, func(t *testing.T, c *cluster, rng *rand.Rand) int {
-			victim := ""
-			for i := range 5 {
-				l := c.waitLeader(30 * time.Second)
-				if victim == "" || victim == l {
-					victim = c.followers(l)[0]
-				}
-				offset := time.Duration(50+rng.IntN(451)) * time.Millisecond
-				if i%2 == 0 {
-					c.waitReady(victim, 60*time.Second)
-					time.Sleep(offset)
-					t.Logf("cut %d: follower %s, %s after it was ready", i+1, victim, offset)
-				} else {
-					time.Sleep(offset)
-					t.Logf("cut %d: follower %s, %s after its start", i+1, victim, offset)
-				}
-				c.powerCut(rng, victim)
-				time.Sleep(time.Duration(300+rng.IntN(2200)) * time.Millisecond)
-				c.start(victim)
-			}
-			c.waitReady(victim, 60*time.Second)
+			faultFollower(t, c, rng, 5, 60*time.Second, "cut", func(id string) { c.powerCut(rng, id) })
 			return 5
 		})
 	})
