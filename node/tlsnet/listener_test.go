@@ -28,6 +28,16 @@ func newCA(t *testing.T, name string) *pki.CA {
 	return ca
 }
 
+// listenLoopback listens on a free loopback port.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func nodeTLS(t *testing.T, ca *pki.CA, id string) certs {
 	t.Helper()
 	c, k, err := ca.IssueNode(id, []string{"127.0.0.1"}, 0)
@@ -104,10 +114,7 @@ func TestListenerHandsOnOnlyVerifiedPeers(t *testing.T) {
 	b := nodeTLS(t, ca, "b")
 	rogue := nodeTLS(t, newCA(t, "other"), "x")
 
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	var rj rejects
 	ln := tlsnet.NewMTLSListener(inner, a.server, tlsnet.WithHandshakeTimeout(300*time.Millisecond), tlsnet.WithRejectHandler(rj.handler))
 	accepted, loopDone := acceptAll(ln)
@@ -203,10 +210,7 @@ func tlsExchange(addr string, cfg *tls.Config) error {
 func TestListenerBoundsHandshakesPerHost(t *testing.T) {
 	ca := newCA(t, "cluster")
 	a := nodeTLS(t, ca, "a")
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	var rj rejects
 	ln := tlsnet.NewMTLSListener(inner, a.server,
 		tlsnet.WithHandshakeTimeout(5*time.Second),
@@ -229,7 +233,7 @@ func TestListenerBoundsHandshakesPerHost(t *testing.T) {
 	// The third silent connection from the same host is dropped at once.
 	waitFor(t, "over-limit rejection", 2*time.Second, func() bool { return rj.count() == 1 })
 	rj.mu.Lock()
-	err = rj.errs[0]
+	err := rj.errs[0]
 	rj.mu.Unlock()
 	if !errors.Is(err, tlsnet.ErrTooManyHandshakes) {
 		t.Errorf("rejection %v, want ErrTooManyHandshakes", err)
@@ -242,10 +246,7 @@ func TestMTLSHTTP(t *testing.T) {
 	b := nodeTLS(t, ca, "b")
 	rogue := nodeTLS(t, newCA(t, "other"), "x")
 
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	ln := tlsnet.NewMTLSListener(inner, a.server)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -302,10 +303,7 @@ func TestMTLSListenerFailsClosed(t *testing.T) {
 	open := a.server.Clone()
 	open.ClientAuth = tls.NoClientCert
 	open.ClientCAs = nil
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	ln := tlsnet.NewMTLSListener(inner, open)
 	defer ln.Close()
 	accepted, _ := acceptAll(ln)
