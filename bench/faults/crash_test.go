@@ -102,12 +102,7 @@ func TestRebuildFromDisagreeingFiles(t *testing.T) {
 			t.Errorf("%s did not log a rebuild after %s (log tail:\n%s)", id, d.what, c.logTail(id, 10))
 		}
 		// More orders after the rebuild, through the rebuilt node too.
-		more := stormConfig(c, 4*time.Second)
-		more.Tables, more.GuestsPerTable = 4, 1
-		more.DoubleTap, more.KeyChange, more.LostResponse = 0, 0, 0
-		r2 := storm(t, c, more, func() {})
-		c.checkReport(r2)
-		c.checkState(r2)
+		moreOrders(t, c)
 	}
 	c.checkState(rep)
 	c.compareDumps()
@@ -144,4 +139,16 @@ func faultFollower(t *testing.T, c *cluster, rng *rand.Rand, rounds int, wait ti
 	}
 	c.waitReady(victim, 60*time.Second)
 	return victim
+}
+
+// moreOrders runs a short, fault-free storm on every node and checks it:
+// the orders after a repair.
+func moreOrders(t *testing.T, c *cluster) {
+	t.Helper()
+	more := stormConfig(c, 4*time.Second)
+	more.Tables, more.GuestsPerTable = 4, 1
+	more.DoubleTap, more.KeyChange, more.LostResponse = 0, 0, 0
+	r := storm(t, c, more, func() {})
+	c.checkReport(r)
+	c.checkState(r)
 }

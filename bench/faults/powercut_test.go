@@ -206,12 +206,8 @@ func TestDamagedByHand(t *testing.T) {
 			t.Errorf("%s: the damaged bbolt file was not set aside: %v", id, err)
 		}
 		c.waitConverged(90 * time.Second)
-		more := stormConfig(c, 4*time.Second)
-		more.Tables, more.GuestsPerTable = 4, 1
-		more.DoubleTap, more.KeyChange, more.LostResponse = 0, 0, 0
-		r2 := storm(t, c, more, func() {})
-		c.checkReport(r2)
-		c.checkState(r2)
+		// More orders after the repair, through the repaired node too.
+		moreOrders(t, c)
 	}
 	c.checkState(rep)
 	c.compareDumps()
