@@ -14,7 +14,6 @@ package orders
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -33,15 +32,11 @@ import (
 	"masterorder/node/nodetest"
 	"masterorder/orders/admission"
 	"masterorder/ui"
+
+	"github.com/google/uuid"
 )
 
-func longUUID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func longUUID() string { return uuid.NewString() }
 
 func fileSize(paths ...string) int64 {
 	var n int64

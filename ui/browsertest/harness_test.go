@@ -25,6 +25,8 @@ import (
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
+
+	"github.com/google/uuid"
 )
 
 const staffPassword = "browser-test-password"
@@ -169,13 +171,7 @@ type order struct {
 	} `json:"items"`
 }
 
-func uuidV4() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func uuidV4() string { return uuid.NewString() }
 
 func newClientID() string {
 	var b [18]byte
