@@ -516,6 +516,16 @@ func (tb *tab) describe() string {
 }
 
 // login logs in on the kitchen or staff login form.
+// editMenuItem opens the staff menu's item id in the form (the menu tab
+// shown) and waits until the form holds it.
+func (tb *tab) editMenuItem(id string) {
+	tb.t.Helper()
+	row := `#menu-list tr[data-menu-id="` + id + `"]`
+	tb.waitVisible(row)
+	tb.click(row + ` [data-action="edit"]`)
+	tb.waitFor(id+" in the form", `document.querySelector('#menu-form').dataset.menuId === `+jsString(id), 5*time.Second)
+}
+
 func (tb *tab) login() {
 	tb.t.Helper()
 	tb.loginAs(staffPassword)
