@@ -28,6 +28,14 @@ func newCA(t *testing.T, name string) *pki.CA {
 	return ca
 }
 
+// peersAndRogue is two nodes, a and b, of one cluster CA and a node of
+// another CA.
+func peersAndRogue(t *testing.T) (a, b, rogue certs) {
+	t.Helper()
+	ca := newCA(t, "cluster")
+	return nodeTLS(t, ca, "a"), nodeTLS(t, ca, "b"), nodeTLS(t, newCA(t, "other"), "x")
+}
+
 // listenLoopback listens on a free loopback port.
 func listenLoopback(t *testing.T) net.Listener {
 	t.Helper()
@@ -109,10 +117,7 @@ func acceptAll(ln net.Listener) (<-chan net.Conn, <-chan struct{}) {
 }
 
 func TestListenerHandsOnOnlyVerifiedPeers(t *testing.T) {
-	ca := newCA(t, "cluster")
-	a := nodeTLS(t, ca, "a")
-	b := nodeTLS(t, ca, "b")
-	rogue := nodeTLS(t, newCA(t, "other"), "x")
+	a, b, rogue := peersAndRogue(t)
 
 	inner := listenLoopback(t)
 	var rj rejects
@@ -241,10 +246,7 @@ func TestListenerBoundsHandshakesPerHost(t *testing.T) {
 }
 
 func TestMTLSHTTP(t *testing.T) {
-	ca := newCA(t, "cluster")
-	a := nodeTLS(t, ca, "a")
-	b := nodeTLS(t, ca, "b")
-	rogue := nodeTLS(t, newCA(t, "other"), "x")
+	a, b, rogue := peersAndRogue(t)
 
 	inner := listenLoopback(t)
 	ln := tlsnet.NewMTLSListener(inner, a.server)
