@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"masterorder/bench"
 )
 
 // snappy makes Raft snapshot all the time and keep few entries behind a
@@ -57,12 +59,7 @@ func TestCrashConsistency(t *testing.T) {
 // (a lost file). Each must notice at start, rebuild from snapshot and log,
 // and end identical to the others.
 func TestRebuildFromDisagreeingFiles(t *testing.T) {
-	c := newCluster(t, clusterOpts{raft: snappy})
-	cfg := stormConfig(c, 8*time.Second)
-	cfg.Tables, cfg.GuestsPerTable = 6, 2
-	rep := storm(t, c, cfg, func() {})
-	c.checkReport(rep)
-	c.waitConverged(60 * time.Second)
+	c, rep := settledCluster(t)
 	l := c.waitLeader(10 * time.Second)
 	f := c.followers(l)
 
@@ -151,4 +148,17 @@ func moreOrders(t *testing.T, c *cluster) {
 	r := storm(t, c, more, func() {})
 	c.checkReport(r)
 	c.checkState(r)
+}
+
+// settledCluster is a snappy cluster that took a short storm of orders,
+// checked and converged: the state a repair test damages.
+func settledCluster(t *testing.T) (*cluster, *bench.Report) {
+	t.Helper()
+	c := newCluster(t, clusterOpts{raft: snappy})
+	cfg := stormConfig(c, 8*time.Second)
+	cfg.Tables, cfg.GuestsPerTable = 6, 2
+	rep := storm(t, c, cfg, func() {})
+	c.checkReport(rep)
+	c.waitConverged(60 * time.Second)
+	return c, rep
 }

@@ -173,12 +173,7 @@ func damageByHand(t *testing.T, fsmDir string) {
 // set the files aside, rebuild, become ready and converge, and orders go
 // on through it.
 func TestDamagedByHand(t *testing.T) {
-	c := newCluster(t, clusterOpts{raft: snappy})
-	cfg := stormConfig(c, 8*time.Second)
-	cfg.Tables, cfg.GuestsPerTable = 6, 2
-	rep := storm(t, c, cfg, func() {})
-	c.checkReport(rep)
-	c.waitConverged(60 * time.Second)
+	c, rep := settledCluster(t)
 	for _, role := range []string{"follower", "former leader"} {
 		l := c.waitLeader(10 * time.Second)
 		id := l
