@@ -537,7 +537,8 @@ func (tb *tab) loginAs(password string) {
 	tb.waitVisible("#login-form")
 	tb.typeInto("#login-password", password)
 	tb.click("#login-submit")
-	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 30*time.Second)
+	// A minute: the namespace suite's boxes answer slower than loopback.
+	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 60*time.Second)
 }
 
 // ---------------------------------------------------------------- screenshots

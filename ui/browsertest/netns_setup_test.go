@@ -207,7 +207,7 @@ func TestNetnsStoreFromBlankBoxes(t *testing.T) {
 		t.Fatal("the fresh box shows no setup page")
 	}
 	console := br.open("console", https(live[0])+"/staff/#cluster", tabletW, tabletH)
-	console.loginWith(netnsManagerPW)
+	console.loginAs(netnsManagerPW)
 	console.waitFor("box "+deadID+" shown as not answering", fmt.Sprintf(`!!document.querySelector('#health-problems [data-problem="down"][data-box-id=%q]')`, deadID), 30*time.Second)
 	console.waitFor("the fresh box listed with a replace button", fmt.Sprintf(`!!document.querySelector('#found-list [data-join-replace=%q]')`, deadID), 60*time.Second)
 	console.screenshot("netns-console-replace-found-tablet-ja")
@@ -297,15 +297,6 @@ func dialWithCert(t *testing.T, b *netBox, id, addr string) error {
 	return err
 }
 
-// loginWith logs in on the kitchen or staff login form with password.
-func (tb *tab) loginWith(password string) {
-	tb.t.Helper()
-	tb.waitVisible("#login-form")
-	tb.typeInto("#login-password", password)
-	tb.click("#login-submit")
-	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 60*time.Second)
-}
-
 // runWizardInBrowser walks the setup page of wz as an owner: waits for
 // the three boxes, ticks them, fills the shop's form, creates the store
 // and waits for the done page; a screenshot per step (docs/img uses them).
@@ -384,7 +375,7 @@ func TestNetnsOneBoxGrowsToThree(t *testing.T) {
 	}
 
 	console := br.open("console", "https://"+a.ip+"/staff/#cluster", tabletW, tabletH)
-	console.loginWith(netnsManagerPW)
+	console.loginAs(netnsManagerPW)
 	console.waitFor("1 of 1 working", `document.querySelector('#health-summary').dataset.working === '1'`, 30*time.Second)
 	console.screenshot("netns-console-one-box-tablet-ja")
 	var grown []*netBox
