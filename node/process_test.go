@@ -225,27 +225,10 @@ func (pc *procCluster) leader(timeout time.Duration) string {
 	return ""
 }
 
+// do is one HTTP call to node id (req without extra headers).
 func (pc *procCluster) do(id, method, path, token string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+pc.http[id]+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := pc.cli.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, nil
+	code, _, b, err := pc.req(id, method, path, token, nil, body)
+	return code, b, err
 }
 
 func (pc *procCluster) login(id string) string {
