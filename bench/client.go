@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Reason codes the guest retry logic branches on (API.md, "Placing a guest
@@ -164,16 +166,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 }
 
 // newUUIDv4 is a random RFC 4122 version 4 UUID, lower case.
-func newUUIDv4() string {
-	var b [16]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
+func newUUIDv4() string { return uuid.NewString() }
 
 // randomID is n random hex characters.
 func randomID(n int) string {

@@ -82,6 +82,30 @@ func (u *usageProbe) sampleRSS(ctx context.Context) {
 }
 
 func (u *usageProbe) begin() {
+	u.read(func(w int64, werr error, c time.Duration, cerr error) {
+		if werr == nil {
+			u.wroteBefore = w
+		}
+		if cerr == nil {
+			u.cpuBefore = c
+		}
+	})
+}
+
+func (u *usageProbe) end() {
+	u.read(func(w int64, werr error, c time.Duration, cerr error) {
+		if werr == nil && u.wroteBefore >= 0 {
+			u.wrote = w - u.wroteBefore
+		}
+		if cerr == nil && u.cpuBefore >= 0 {
+			u.cpu = c - u.cpuBefore
+		}
+	})
+}
+
+// read reads the process's bytes written and CPU time and hands them to
+// keep under u.mu (nothing without a local process).
+func (u *usageProbe) read(keep func(w int64, werr error, c time.Duration, cerr error)) {
 	if u.pid == 0 {
 		return
 	}
@@ -89,28 +113,7 @@ func (u *usageProbe) begin() {
 	c, cerr := procCPU(u.pid)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if werr == nil {
-		u.wroteBefore = w
-	}
-	if cerr == nil {
-		u.cpuBefore = c
-	}
-}
-
-func (u *usageProbe) end() {
-	if u.pid == 0 {
-		return
-	}
-	w, err := procIOBytes(u.pid, "write_bytes")
-	c, cerr := procCPU(u.pid)
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if err == nil && u.wroteBefore >= 0 {
-		u.wrote = w - u.wroteBefore
-	}
-	if cerr == nil && u.cpuBefore >= 0 {
-		u.cpu = c - u.cpuBefore
-	}
+	keep(w, werr, c, cerr)
 }
 
 func (u *usageProbe) result(orders int) NodeUsage {

@@ -195,6 +195,17 @@ func (pc *procCluster) ready(id string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
+// others is every box but id, in order.
+func (pc *procCluster) others(id string) []string {
+	var out []string
+	for _, o := range pc.ids {
+		if o != id {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // leader waits for a node that says it leads and is ready.
 func (pc *procCluster) leader(timeout time.Duration) string {
 	pc.t.Helper()
@@ -214,27 +225,10 @@ func (pc *procCluster) leader(timeout time.Duration) string {
 	return ""
 }
 
+// do is one HTTP call to node id (req without extra headers).
 func (pc *procCluster) do(id, method, path, token string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+pc.http[id]+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := pc.cli.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, nil
+	code, _, b, err := pc.req(id, method, path, token, nil, body)
+	return code, b, err
 }
 
 func (pc *procCluster) login(id string) string {
@@ -311,13 +305,7 @@ func rssKiB(pid int) int {
 func TestProcessKillLeaderWriteThroughSurvivorRejoin(t *testing.T) {
 	pc := startProcCluster(t)
 	leader := pc.leader(30 * time.Second)
-	var survivor string
-	for _, id := range pc.ids {
-		if id != leader {
-			survivor = id
-			break
-		}
-	}
+	survivor := pc.others(leader)[0]
 	token := pc.login(survivor)
 	pc.putMenu(leader, token, "ramen", 900, 10*time.Second)
 	t.Logf("leader %s; RSS of the three processes at idle: %d, %d, %d KiB", leader,
@@ -349,23 +337,12 @@ func TestProcessKillLeaderWriteThroughSurvivorRejoin(t *testing.T) {
 func TestProcessFailoverTimes(t *testing.T) {
 	pc := startProcCluster(t)
 	leader := pc.leader(30 * time.Second)
-	var token string
-	for _, id := range pc.ids {
-		if id != leader {
-			token = pc.login(id)
-			break
-		}
-	}
+	token := pc.login(pc.others(leader)[0])
 	var times []time.Duration
 	for round := 0; round < 5; round++ {
 		leader = pc.leader(30 * time.Second)
 		pc.putMenu(leader, token, "ramen", 900+round, 10*time.Second)
-		var survivors []string
-		for _, id := range pc.ids {
-			if id != leader {
-				survivors = append(survivors, id)
-			}
-		}
+		survivors := pc.others(leader)
 		pc.kill(leader)
 		killed := time.Now()
 		// Clients write through either survivor, as order-sdk.js does.

@@ -80,19 +80,38 @@ func counterOf(t *testing.T, n *node.Node) uint64 {
 // proposed again when the leader shuts down before answering: its outcome
 // is unknown to the forwarder, not "surely not applied".
 func TestForwardedCommandNotReproposedWhenLeaderStopsMidApply(t *testing.T) {
+	err := proposeWhileLeaderStopsMidApply(t, func(_, follower *node.Node) *node.Node { return follower })
+	if err != nil && !errors.Is(err, node.ErrUnknownOutcome) {
+		t.Fatalf("Propose = %v; want success or ErrUnknownOutcome (it did commit)", err)
+	}
+	t.Logf("Propose through the follower: %v", err)
+}
+
+// The same on the leader itself: Propose on the leader must not retry a
+// command whose future failed because Raft shut down under it.
+func TestLocalCommandNotReproposedWhenLeaderStopsMidApply(t *testing.T) {
+	err := proposeWhileLeaderStopsMidApply(t, func(leader, _ *node.Node) *node.Node { return leader })
+	if err != nil && !errors.Is(err, node.ErrUnknownOutcome) && !errors.Is(err, node.ErrNoQuorum) {
+		t.Fatalf("Propose = %v", err)
+	}
+	t.Logf("Propose on the leader: %v", err)
+}
+
+// proposeWhileLeaderStopsMidApply proposes one increment through the node
+// via picks, stops the leader once the followers applied it (the leader is
+// still applying, slowed down), and checks that the cluster applied it
+// exactly once. It returns what Propose answered.
+func proposeWhileLeaderStopsMidApply(t *testing.T, via func(leader, follower *node.Node) *node.Node) error {
+	t.Helper()
 	slow := make([]atomic.Int64, 3)
 	c := nodetest.Start(t, 3, lanTimeouts, incrOptions(slow), nil)
-	li, _ := c.WaitLeader(5 * time.Second)
+	li, leader := c.WaitLeader(5 * time.Second)
 	fi, f := c.Follower()
 	slow[li].Store(int64(800 * time.Millisecond))
-
-	type result struct {
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan error, 1)
 	go func() {
-		_, err := f.Propose(context.Background(), node.Proposal{Type: cmdIncr, Version: 1})
-		done <- result{err}
+		_, err := via(leader, f).Propose(context.Background(), node.Proposal{Type: cmdIncr, Version: 1})
+		done <- err
 	}()
 	// Committed: the followers applied it; the leader is still applying.
 	deadline := time.Now().Add(5 * time.Second)
@@ -103,53 +122,14 @@ func TestForwardedCommandNotReproposedWhenLeaderStopsMidApply(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	var stopped sync.WaitGroup
-	stopped.Add(1)
-	go func() { defer stopped.Done(); c.StopNode(li) }()
-	r := <-done
-	stopped.Wait()
-	if r.err != nil && !errors.Is(r.err, node.ErrUnknownOutcome) {
-		t.Fatalf("Propose = %v; want success or ErrUnknownOutcome (it did commit)", r.err)
-	}
-	t.Logf("Propose through the follower: %v", r.err)
-	c.WaitConverged(10 * time.Second)
-	if got := counterOf(t, c.Nodes[fi]); got != 1 {
-		t.Fatalf("counter = %d after one proposal (err %v): the command was proposed again", got, r.err)
-	}
-}
-
-// The same on the leader itself: Propose on the leader must not retry a
-// command whose future failed because Raft shut down under it.
-func TestLocalCommandNotReproposedWhenLeaderStopsMidApply(t *testing.T) {
-	slow := make([]atomic.Int64, 3)
-	c := nodetest.Start(t, 3, lanTimeouts, incrOptions(slow), nil)
-	li, leader := c.WaitLeader(5 * time.Second)
-	fi, f := c.Follower()
-	slow[li].Store(int64(800 * time.Millisecond))
-	done := make(chan error, 1)
-	go func() {
-		_, err := leader.Propose(context.Background(), node.Proposal{Type: cmdIncr, Version: 1})
-		done <- err
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for counterOf(t, f) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("command not applied on the follower")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	var stopped sync.WaitGroup
-	stopped.Add(1)
-	go func() { defer stopped.Done(); c.StopNode(li) }()
+	stopped.Go(func() { c.StopNode(li) })
 	err := <-done
 	stopped.Wait()
-	if err != nil && !errors.Is(err, node.ErrUnknownOutcome) && !errors.Is(err, node.ErrNoQuorum) {
-		t.Fatalf("Propose = %v", err)
-	}
-	t.Logf("Propose on the leader: %v", err)
 	c.WaitConverged(10 * time.Second)
 	if got := counterOf(t, c.Nodes[fi]); got != 1 {
 		t.Fatalf("counter = %d after one proposal (err %v): the command was proposed again", got, err)
 	}
+	return err
 }
 
 // duplicates lists the proposal ids node n applied more than once.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,46 +21,17 @@ import (
 // a busy machine: a retry after an unknown outcome finds the key set.
 func writeKeysVia(t *testing.T, c *nodetest.Cluster, via int, prefix string, count int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < count; i += 4 {
-				for {
-					var n *node.Node
-					if via >= 0 {
-						n = c.Nodes[via]
-					}
-					for _, m := range c.Nodes {
-						if via < 0 && m != nil && m.IsLeader() {
-							n = m
-						}
-					}
-					err := fmt.Errorf("no leader")
-					if n != nil {
-						_, err = n.KV().SetIfAbsent(ctx, fmt.Sprintf("%s%04d", prefix, i), []byte("v"), 0)
-					}
-					if err == nil {
-						break
-					}
-					if ctx.Err() != nil {
-						errs <- fmt.Errorf("write %s%04d: %w", prefix, i, err)
-						return
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+	writeKeysRetrying(t, 4, prefix, count, func() *node.Node {
+		if via >= 0 {
+			return c.Nodes[via]
+		}
+		for _, m := range c.Nodes {
+			if m != nil && m.IsLeader() {
+				return m
 			}
-		}(w)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		}
+		return nil
+	})
 }
 
 // compactedFollower starts a cluster that snapshots often, writes enough

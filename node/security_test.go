@@ -253,7 +253,7 @@ func TestRaftPortRefusesStrangers(t *testing.T) {
 
 	// Every stranger was refused by the listener (and logged), the
 	// cluster kept its leader and term, and writes still go through.
-	secWaitUntil(t, "refusals logged", 5*time.Second, func() bool {
+	waitFor(t, "refusals logged", 5*time.Second, func() bool {
 		return rec.count("refused a connection on the raft port")-refusedBefore >= attempts/2
 	})
 	_, f := c.Follower()
@@ -482,17 +482,6 @@ func secPut(t *testing.T, n *node.Node, key string) {
 	}
 }
 
-func secWaitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 type secSyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -536,7 +525,7 @@ func TestRaftPortRefusalLogsStayBoundedAndOneLine(t *testing.T) {
 		}
 		cancel()
 	}
-	secWaitUntil(t, "refusals logged", 5*time.Second, func() bool {
+	waitFor(t, "refusals logged", 5*time.Second, func() bool {
 		return strings.Count(buf.String(), "refused a connection") >= 20
 	})
 	time.Sleep(500 * time.Millisecond) // the last handshakes finish
@@ -593,7 +582,7 @@ func TestRemovedMemberIsShutOut(t *testing.T) {
 		return l.RemoveMember(context.Background(), victim.NodeID)
 	})
 	_, leader = c.WaitLeader(10 * time.Second)
-	secWaitUntil(t, "deny-list entry on every member", 10*time.Second, func() bool {
+	waitFor(t, "deny-list entry on every member", 10*time.Second, func() bool {
 		for i, n := range c.Nodes {
 			if n == nil || i == v {
 				continue
@@ -612,7 +601,7 @@ func TestRemovedMemberIsShutOut(t *testing.T) {
 		if i == v {
 			continue
 		}
-		secWaitUntil(t, "removed member refused by "+c.Configs[i].NodeID, 10*time.Second, func() bool {
+		waitFor(t, "removed member refused by "+c.Configs[i].NodeID, 10*time.Second, func() bool {
 			_, err := readIndex(i)
 			return err != nil
 		})
@@ -634,7 +623,7 @@ func TestRemovedMemberIsShutOut(t *testing.T) {
 	for i, n := range c.Nodes {
 		if n != nil && i != v {
 			if _, ok, _ := n.KV().Get("after-removal"); !ok {
-				secWaitUntil(t, "commit on "+c.Configs[i].NodeID, 10*time.Second, func() bool {
+				waitFor(t, "commit on "+c.Configs[i].NodeID, 10*time.Second, func() bool {
 					_, ok, _ := n.KV().Get("after-removal")
 					return ok
 				})

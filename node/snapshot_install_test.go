@@ -70,20 +70,11 @@ func TestSnapshotAndInstallRacingDoNotHang(t *testing.T) {
 	fi, f := c.Follower()
 	// The follower has applied entries past its last snapshot, so a
 	// forced snapshot has something to take.
-	deadline := time.Now().Add(30 * time.Second)
-	for stat(f, "last_snapshot_index") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("follower took no snapshot")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the follower to take a snapshot", 30*time.Second, func() bool { return stat(f, "last_snapshot_index") > 0 })
 	writeBigKeys(t, c, "unsnapped:", 10, 10)
-	for stat(f, "applied_index") <= stat(f, "last_snapshot_index") {
-		if time.Now().After(deadline) {
-			t.Fatal("follower applied nothing past its snapshot")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the follower to apply past its snapshot", 30*time.Second, func() bool {
+		return stat(f, "applied_index") > stat(f, "last_snapshot_index")
+	})
 	lp.isolate(fi, true)
 	behind := stat(f, "last_log_index")
 	// Enough state that the install streams for seconds: ~4 MB.
@@ -125,7 +116,7 @@ func TestSnapshotAndInstallRacingDoNotHang(t *testing.T) {
 			t.Fatalf("never saw the install in progress (restored at %d)", restored[fi].Load())
 		}
 	}
-	deadline = time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for restored[fi].Load() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("follower was not restored by the install within 90 s (applied %d): hung?", f.FSM().Applied())

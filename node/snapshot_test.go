@@ -30,31 +30,39 @@ func stat(n *node.Node, key string) uint64 {
 // writeManyKeys writes count keys through n with a few callers at once.
 func writeManyKeys(t *testing.T, n *node.Node, prefix string, count int) {
 	t.Helper()
-	// A leader change on a busy machine is not what these tests are
-	// about: a failed write is retried (a retry after an unknown outcome
-	// finds the key set, which is all the tests need).
+	writeKeysRetrying(t, 8, prefix, count, func() *node.Node { return n })
+}
+
+// writeKeysRetrying writes count keys, each through the node via picks at that
+// moment (nil: none yet), from workers callers at once. A leader change on
+// a busy machine is not what these tests are about: a failed write is
+// retried (a retry after an unknown outcome finds the key set, which is all
+// the tests need).
+func writeKeysRetrying(t *testing.T, workers int, prefix string, count int, via func() *node.Node) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < count; i += 8 {
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < count; i += workers {
 				for {
-					_, err := n.KV().SetIfAbsent(ctx, fmt.Sprintf("%s%04d", prefix, i), []byte("v"), 0)
+					err := fmt.Errorf("no leader")
+					if n := via(); n != nil {
+						_, err = n.KV().SetIfAbsent(ctx, fmt.Sprintf("%s%04d", prefix, i), []byte("v"), 0)
+					}
 					if err == nil {
 						break
 					}
 					if ctx.Err() != nil {
-						errs <- err
+						errs <- fmt.Errorf("write %s%04d: %w", prefix, i, err)
 						return
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
-		}(w)
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -129,13 +137,7 @@ func TestLostFSMFilesRebuiltFromSnapshotAndLog(t *testing.T) {
 	_, leader := c.WaitLeader(5 * time.Second)
 	writeManyKeys(t, leader, "k:", 300)
 	fi, f := c.Follower()
-	deadline := time.Now().Add(10 * time.Second)
-	for stat(f, "last_snapshot_index") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("follower took no snapshot")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the follower to take a snapshot", 10*time.Second, func() bool { return stat(f, "last_snapshot_index") > 0 })
 	c.StopNode(fi)
 	for _, name := range []string{"fsm.bolt", "domain.sqlite", "domain.sqlite-wal", "domain.sqlite-shm"} {
 		if err := os.Remove(filepath.Join(c.Configs[fi].DataDir, "fsm", name)); err != nil && !os.IsNotExist(err) {

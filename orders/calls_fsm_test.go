@@ -2,10 +2,7 @@ package orders
 
 import (
 	"encoding/json"
-	"log/slog"
 	"testing"
-
-	"github.com/hashicorp/raft"
 
 	"masterorder/orders/store"
 	"masterorder/raftfsm"
@@ -16,39 +13,15 @@ import (
 // 1 ms short is CALL_TOO_SOON with the 1 ms left, on the dot a new call
 // goes through. Day close counts open sessions and numbers days from 1.
 func TestCallGapAndDayCloseOnFSMTime(t *testing.T) {
-	f, err := raftfsm.Open(raftfsm.Options{Dir: t.TempDir(), Registry: fzRegistry(), Migrate: store.Migrate, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, commit := openClockedFSM(t)
 	const fiftyYears = 50 * 365 * 24 * 3600 * 1000
-	index := uint64(0)
 	apply := func(typ raftfsm.CommandType, payload any, fsm int64) Result {
 		t.Helper()
 		p, _ := encodeCommand(payload, versionOf(typ))
-		index++
-		cmd := raftfsm.Command{Type: typ, Version: versionOf(typ), FSMTime: fsm, WallTime: fsm - fiftyYears, Payload: p}
-		res, _ := f.ApplyBatch([]*raft.Log{{Index: index, Term: 1, Type: raft.LogCommand, Data: cmd.Encode()}})[0].(raftfsm.Response)
-		if res.Err != nil {
-			t.Fatalf("entry %d: %v", index, res.Err)
-		}
-		var out Result
-		json.Unmarshal(res.Data, &out)
-		return out
+		return commit(raftfsm.Command{Type: typ, Version: versionOf(typ), FSMTime: fsm, WallTime: fsm - fiftyYears, Payload: p})
 	}
 	t0 := int64(fzFSMTime)
-	for _, e := range fzSetup() {
-		c, err := raftfsm.Decode(e.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v any
-		json.Unmarshal(c.Payload, &v)
-		if c.Type == CmdPlaceOrder { // binary from version 4
-			v, _ = decodeCommand[placeOrderCmd](c.Version, c.Payload)
-		}
-		apply(c.Type, v, t0)
-	}
+	eachFzSetupCommand(t, func(typ raftfsm.CommandType, v any) { apply(typ, v, t0) })
 	if r := apply(CmdGuestCall, guestCallCmd{SessionID: fzSession, Kind: "staff"}, t0); r.Status != 200 {
 		t.Fatalf("first call: %+v", r)
 	}
@@ -72,7 +45,7 @@ func TestCallGapAndDayCloseOnFSMTime(t *testing.T) {
 	}
 	var closed DayClosed
 	r := apply(CmdCloseDay, closeDayCmd{Label: "2026-12-01", Force: true}, t0+callGapMs+2)
-	if r.Status != 200 || json.Unmarshal(r.Body, &closed) != nil || closed.Day != 1 || closed.ClosedIndex != index || closed.OpenSessions != 3 { // fzSetup opens three
+	if r.Status != 200 || json.Unmarshal(r.Body, &closed) != nil || closed.Day != 1 || closed.ClosedIndex != f.Applied() || closed.OpenSessions != 3 { // fzSetup opens three
 		t.Fatalf("forced close: %+v %s", r, r.Body)
 	}
 	if r := apply(CmdCloseDay, closeDayCmd{Label: "2026-12-1", Force: true}, t0+callGapMs+3); r.Status != 400 {

@@ -10,7 +10,6 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -375,27 +374,11 @@ func TestFiguresMenuPictures(t *testing.T) {
 		}
 	}
 	fi, _ := s.c.Follower()
-	ready := func(i int) time.Duration {
-		s.c.StopNode(i)
-		t0 := time.Now()
-		s.c.StartNode(i)
-		for time.Since(t0) < 60*time.Second {
-			if res, err := http.Get(s.url(i) + "/readyz"); err == nil {
-				res.Body.Close()
-				if res.StatusCode == http.StatusOK {
-					return time.Since(t0)
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatalf("node %d not ready within 60 s", i)
-		return 0
-	}
-	t.Logf("follower restart to /readyz 200: %v", ready(fi).Round(time.Millisecond))
+	t.Logf("follower restart to /readyz 200: %v", s.c.RestartTimed(fi).Round(time.Millisecond))
 	s.c.StopNode(fi)
 	for _, name := range []string{"fsm.bolt", "domain.sqlite", "domain.sqlite-wal", "domain.sqlite-shm"} {
 		os.Remove(filepath.Join(s.c.Configs[fi].DataDir, "fsm", name))
 	}
-	t.Logf("follower rebuild from snapshot + log to /readyz 200: %v", ready(fi).Round(time.Millisecond))
+	t.Logf("follower rebuild from snapshot + log to /readyz 200: %v", s.c.RestartTimed(fi).Round(time.Millisecond))
 	s.c.AssertIdentical(60 * time.Second)
 }

@@ -11,6 +11,8 @@ import (
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
+
+	"github.com/google/uuid"
 )
 
 const staffPassword = "pw-for-tests"
@@ -129,13 +131,7 @@ func (s *store) openSession(table string) session {
 	return session{ID: out.SessionID, PIN: out.PIN, Table: table}
 }
 
-func newKey() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func newKey() string { return uuid.NewString() }
 
 func newClient() string {
 	b := make([]byte, 8)

@@ -14,12 +14,10 @@ package orders
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,15 +31,11 @@ import (
 	"masterorder/node/nodetest"
 	"masterorder/orders/admission"
 	"masterorder/ui"
+
+	"github.com/google/uuid"
 )
 
-func longUUID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func longUUID() string { return uuid.NewString() }
 
 func fileSize(paths ...string) int64 {
 	var n int64
@@ -274,29 +268,12 @@ func TestLongLife(t *testing.T) {
 	// Start to ready: a follower restarts from its files; then the same
 	// follower rebuilds from snapshot + log (its FSM files lost).
 	fi, _ := c.Follower()
-	ready := func(i int) time.Duration {
-		c.StopNode(i)
-		t0 := time.Now()
-		c.StartNode(i)
-		url := "http://" + c.Configs[i].HTTPAddr + "/readyz"
-		for time.Since(t0) < 60*time.Second {
-			if resp, err := http.Get(url); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return time.Since(t0)
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatalf("node %d not ready within 60 s", i)
-		return 0
-	}
-	t.Logf("follower %s restart to /readyz 200: %v", c.Configs[fi].NodeID, ready(fi).Round(time.Millisecond))
+	t.Logf("follower %s restart to /readyz 200: %v", c.Configs[fi].NodeID, c.RestartTimed(fi).Round(time.Millisecond))
 	c.StopNode(fi)
 	for _, name := range []string{"fsm.bolt", "domain.sqlite", "domain.sqlite-wal", "domain.sqlite-shm"} {
 		os.Remove(filepath.Join(c.Configs[fi].DataDir, "fsm", name))
 	}
-	t.Logf("follower %s rebuild from snapshot + log to /readyz 200: %v", c.Configs[fi].NodeID, ready(fi).Round(time.Millisecond))
+	t.Logf("follower %s rebuild from snapshot + log to /readyz 200: %v", c.Configs[fi].NodeID, c.RestartTimed(fi).Round(time.Millisecond))
 	// The same with the files damaged rather than gone (they are checked,
 	// set aside, and rebuilt): bbolt cut to a third, 16 KiB of zeros in
 	// SQLite, the WAL deleted.
@@ -311,12 +288,12 @@ func TestLongLife(t *testing.T) {
 		sf.Close()
 	}
 	os.Remove(spath + "-wal")
-	t.Logf("follower %s rebuild of damaged files to /readyz 200: %v", c.Configs[fi].NodeID, ready(fi).Round(time.Millisecond))
+	t.Logf("follower %s rebuild of damaged files to /readyz 200: %v", c.Configs[fi].NodeID, c.RestartTimed(fi).Round(time.Millisecond))
 	if fileSize(filepath.Join(fsmDir, "set-aside", "fsm.bolt")) == 0 {
 		t.Error("the damaged files were not set aside")
 	}
-	t.Logf("follower %s restart from sound files (checked) to /readyz 200: %v", c.Configs[fi].NodeID, ready(fi).Round(time.Millisecond))
+	t.Logf("follower %s restart from sound files (checked) to /readyz 200: %v", c.Configs[fi].NodeID, c.RestartTimed(fi).Round(time.Millisecond))
 	li, _ = c.WaitLeader(10 * time.Second)
-	t.Logf("leader %s restart (a new election) to /readyz 200: %v", c.Configs[li].NodeID, ready(li).Round(time.Millisecond))
+	t.Logf("leader %s restart (a new election) to /readyz 200: %v", c.Configs[li].NodeID, c.RestartTimed(li).Round(time.Millisecond))
 	c.AssertIdentical(60 * time.Second)
 }

@@ -85,15 +85,7 @@ func TestPrintTicketDecoded(t *testing.T) {
 	if num != "1" {
 		t.Errorf("the day's first order has ticket %s, want 1", num)
 	}
-	var doc escpos.Printed
-	waitFor(t, "the ticket", 30*time.Second, func() bool {
-		orig, _, all := p.Tickets()
-		if orig[num] == 1 {
-			doc = all[0]
-			return true
-		}
-		return false
-	})
+	doc := firstTicket(t, p, num, "the ticket")
 	if !doc.Kanji || !doc.SJIS {
 		t.Errorf("kanji mode %v, Shift_JIS %v", doc.Kanji, doc.SJIS)
 	}
@@ -108,15 +100,7 @@ func TestPrintTicketDecoded(t *testing.T) {
 	if doc.Has("1 x 生ビール") {
 		t.Errorf("the noodle printer got the drinks line: %q", doc.Lines)
 	}
-	var drinks escpos.Printed
-	waitFor(t, "the drinks ticket", 30*time.Second, func() bool {
-		orig, _, all := bar.Tickets()
-		if orig[num] == 1 {
-			drinks = all[0]
-			return true
-		}
-		return false
-	})
+	drinks := firstTicket(t, bar, num, "the drinks ticket")
 	if len(drinks.Double) == 0 || drinks.Double[0] != "No."+num || !drinks.Has("テーブル T7") || !drinks.Has("1 x 生ビール") ||
 		drinks.Has("2 x 醤油ラーメン") || drinks.Has("1 x 餃子") {
 		t.Errorf("drinks ticket: big %q, lines %q; want No.%s, the beer only", drinks.Double, drinks.Lines, num)
@@ -342,4 +326,20 @@ func TestPrintReceiptAtCheckout(t *testing.T) {
 	if _, _, all := kitchen.Tickets(); len(all) != 1 || all[0].Has("RECEIPT") {
 		t.Errorf("the kitchen printed %d documents, want its ticket only", len(all))
 	}
+}
+
+// firstTicket waits for printer p to have printed ticket num once and
+// returns the first ticket it printed.
+func firstTicket(t *testing.T, p *printertest.Printer, num, what string) escpos.Printed {
+	t.Helper()
+	var doc escpos.Printed
+	waitFor(t, what, 30*time.Second, func() bool {
+		orig, _, all := p.Tickets()
+		if orig[num] == 1 {
+			doc = all[0]
+			return true
+		}
+		return false
+	})
+	return doc
 }

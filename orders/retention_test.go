@@ -3,12 +3,8 @@ package orders
 import (
 	"database/sql"
 	"encoding/json"
-	"log/slog"
 	"testing"
 
-	"github.com/hashicorp/raft"
-
-	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
 
@@ -17,27 +13,14 @@ import (
 // leader with a correct clock nor kept for ever; each goes exactly when it
 // is older than the retention in FSM time.
 func TestHousekeepingRetentionOnFSMTime(t *testing.T) {
-	f, err := raftfsm.Open(raftfsm.Options{Dir: t.TempDir(), Registry: fzRegistry(), Migrate: store.Migrate, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, commit := openClockedFSM(t)
 	const day = int64(24 * 3600 * 1000)
 	const fiftyYears = 50 * 365 * day
-	index := uint64(0)
 	// apply commits one entry at FSM time fsm, stamped with wall clock wall.
 	apply := func(typ raftfsm.CommandType, payload any, fsm, wall int64) Result {
 		t.Helper()
 		p, _ := json.Marshal(payload)
-		index++
-		cmd := raftfsm.Command{Type: typ, Version: 1, FSMTime: fsm, WallTime: wall, Payload: p}
-		res, _ := f.ApplyBatch([]*raft.Log{{Index: index, Term: 1, Type: raft.LogCommand, Data: cmd.Encode()}})[0].(raftfsm.Response)
-		if res.Err != nil {
-			t.Fatalf("entry %d: %v", index, res.Err)
-		}
-		var out Result
-		json.Unmarshal(res.Data, &out)
-		return out
+		return commit(raftfsm.Command{Type: typ, Version: 1, FSMTime: fsm, WallTime: wall, Payload: p})
 	}
 	count := func(q string) int {
 		var n int
@@ -48,18 +31,7 @@ func TestHousekeepingRetentionOnFSMTime(t *testing.T) {
 	}
 	// The store's history so far, all stamped by a leader 50 years behind.
 	t0 := int64(fzFSMTime)
-	for _, e := range fzSetup() {
-		var c raftfsm.Command
-		if c, err = raftfsm.Decode(e.Data); err != nil {
-			t.Fatal(err)
-		}
-		var v any
-		json.Unmarshal(c.Payload, &v)
-		if c.Type == CmdPlaceOrder { // binary from version 4: its version-1 JSON here
-			v, _ = decodeCommand[placeOrderCmd](c.Version, c.Payload)
-		}
-		apply(c.Type, v, t0, t0-fiftyYears)
-	}
+	eachFzSetupCommand(t, func(typ raftfsm.CommandType, v any) { apply(typ, v, t0, t0-fiftyYears) })
 	if r := apply(CmdCheckout, checkoutCmd{SessionID: fzSession, Node: "a"}, t0, t0-fiftyYears); r.Status != 200 {
 		t.Fatalf("checkout: %+v", r)
 	}

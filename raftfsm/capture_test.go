@@ -46,15 +46,7 @@ func TestRestoreDoesNotWaitForAnOpenSnapshot(t *testing.T) {
 	}
 	other := openFSM(t, t.TempDir())
 	fill(t, other, 1, 20)
-	var newer bytes.Buffer
-	if err := other.WriteSnapshot(&newer); err != nil {
-		t.Fatal(err)
-	}
-	within(t, 30*time.Second, "Restore beside an open snapshot", func() {
-		if err := src.Restore(io.NopCloser(&newer)); err != nil {
-			t.Error(err)
-		}
-	})
+	restoreWithin(t, src, other, "Restore beside an open snapshot")
 	if !bytes.Equal(dump(t, src), dump(t, other)) {
 		t.Fatal("restore did not replace the state")
 	}
@@ -206,14 +198,21 @@ func TestStalledSnapshotReaderBlocksNothing(t *testing.T) {
 	})
 	other := openFSM(t, t.TempDir())
 	fill(t, other, 1, 10)
+	restoreWithin(t, f, other, "Restore beside a stalled reader")
+	within(t, 30*time.Second, "Close beside a stalled reader", func() { f.Close() })
+}
+
+// restoreWithin restores f from a snapshot of other, and fails the test
+// (named what) when the Restore hangs.
+func restoreWithin(t *testing.T, f, other *raftfsm.FSM, what string) {
+	t.Helper()
 	var snap bytes.Buffer
 	if err := other.WriteSnapshot(&snap); err != nil {
 		t.Fatal(err)
 	}
-	within(t, 30*time.Second, "Restore beside a stalled reader", func() {
+	within(t, 30*time.Second, what, func() {
 		if err := f.Restore(io.NopCloser(&snap)); err != nil {
 			t.Error(err)
 		}
 	})
-	within(t, 30*time.Second, "Close beside a stalled reader", func() { f.Close() })
 }

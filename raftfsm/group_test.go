@@ -116,10 +116,7 @@ func TestGroupTimerAndSizeBoundCommit(t *testing.T) {
 // everything applied; a dump shows it.
 func TestGroupCloseCaptureAndDumpSeeTheOpenGroup(t *testing.T) {
 	dir := t.TempDir()
-	f, err := raftfsm.Open(raftfsm.Options{Dir: dir, Registry: testRegistry(), Migrate: migrate, Grouping: raftfsm.Grouping{Delay: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openGrouped(t, dir, raftfsm.Grouping{Delay: time.Hour})
 	applyOK(t, f, setEntry(1, 10, "a", "v"))
 	c, err := f.Capture()
 	if err != nil {
@@ -150,10 +147,7 @@ func TestGroupCloseCaptureAndDumpSeeTheOpenGroup(t *testing.T) {
 // files never hold part of a group, and stay at the last commit.
 func TestGroupFailedBatchDropsTheGroup(t *testing.T) {
 	dir := t.TempDir()
-	f, err := raftfsm.Open(raftfsm.Options{Dir: dir, Registry: testRegistry(), Migrate: migrate, Grouping: raftfsm.Grouping{Delay: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openGrouped(t, dir, raftfsm.Grouping{Delay: time.Hour})
 	applyOK(t, f, setEntry(1, 10, "a", "v"))
 	if err := f.Flush(); err != nil {
 		t.Fatal(err)

@@ -116,6 +116,14 @@ type proc struct {
 	log  *os.File
 }
 
+// current is the node's process and the channel closed when it exits
+// (nil, nil before its first start).
+func (p *proc) current() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.done
+}
+
 // link is the proxy through which node from dials node to.
 type link struct {
 	from, to string
@@ -295,10 +303,7 @@ func (c *cluster) start(id string) {
 // SIGTERM, waits until it has exited (SIGTERM escalates after 15 s).
 func (c *cluster) signal(id string, sig syscall.Signal) {
 	c.t.Helper()
-	p := c.nodes[id]
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
+	cmd, done := c.nodes[id].current()
 	if cmd == nil {
 		return
 	}
@@ -349,10 +354,7 @@ func (c *cluster) pid(id string) int {
 // killAll SIGKILLs every node's process group (t.Cleanup).
 func (c *cluster) killAll() {
 	for _, id := range c.ids {
-		p := c.nodes[id]
-		p.mu.Lock()
-		cmd, done := p.cmd, p.done
-		p.mu.Unlock()
+		cmd, done := c.nodes[id].current()
 		if cmd == nil {
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"masterorder/bench"
 )
 
 // snappy makes Raft snapshot all the time and keep few entries behind a
@@ -38,27 +40,7 @@ func TestCrashConsistency(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	victim := ""
 	rep := storm(t, c, cfg, func() {
-		for i := range 10 {
-			l := c.waitLeader(15 * time.Second)
-			if victim == "" || victim == l {
-				victim = c.followers(l)[0]
-			}
-			offset := time.Duration(50+rng.IntN(451)) * time.Millisecond
-			if i%2 == 0 {
-				c.waitReady(victim, 30*time.Second)
-				time.Sleep(offset)
-				t.Logf("kill %d: SIGKILL %s %s after it was ready", i+1, victim, offset)
-			} else {
-				time.Sleep(offset)
-				t.Logf("kill %d: SIGKILL %s %s after its start", i+1, victim, offset)
-			}
-			c.kill(victim)
-			// Down long enough, often, that the leader has compacted the
-			// entries it needs: it then gets a snapshot sent.
-			time.Sleep(time.Duration(300+rng.IntN(2200)) * time.Millisecond)
-			c.start(victim)
-		}
-		c.waitReady(victim, 60*time.Second)
+		victim = faultFollower(t, c, rng, 10, 30*time.Second, "SIGKILL", c.kill)
 	})
 	c.checkReport(rep)
 	orders := c.checkState(rep)
@@ -77,12 +59,7 @@ func TestCrashConsistency(t *testing.T) {
 // (a lost file). Each must notice at start, rebuild from snapshot and log,
 // and end identical to the others.
 func TestRebuildFromDisagreeingFiles(t *testing.T) {
-	c := newCluster(t, clusterOpts{raft: snappy})
-	cfg := stormConfig(c, 8*time.Second)
-	cfg.Tables, cfg.GuestsPerTable = 6, 2
-	rep := storm(t, c, cfg, func() {})
-	c.checkReport(rep)
-	c.waitConverged(60 * time.Second)
+	c, rep := settledCluster(t)
 	l := c.waitLeader(10 * time.Second)
 	f := c.followers(l)
 
@@ -122,13 +99,66 @@ func TestRebuildFromDisagreeingFiles(t *testing.T) {
 			t.Errorf("%s did not log a rebuild after %s (log tail:\n%s)", id, d.what, c.logTail(id, 10))
 		}
 		// More orders after the rebuild, through the rebuilt node too.
-		more := stormConfig(c, 4*time.Second)
-		more.Tables, more.GuestsPerTable = 4, 1
-		more.DoubleTap, more.KeyChange, more.LostResponse = 0, 0, 0
-		r2 := storm(t, c, more, func() {})
-		c.checkReport(r2)
-		c.checkState(r2)
+		moreOrders(t, c)
 	}
 	c.checkState(rep)
 	c.compareDumps()
+}
+
+// faultFollower takes one follower down rounds times (down, then a restart
+// 300–2500 ms later), at random 50–500 ms offsets: every other time right
+// after it started (while it replays its log, restores or installs a
+// snapshot), otherwise once it is ready. It waits up to wait for it to be
+// ready (half of that for a leader, a minute at the end) and returns the
+// follower it chose.
+func faultFollower(t *testing.T, c *cluster, rng *rand.Rand, rounds int, wait time.Duration, what string, down func(id string)) string {
+	t.Helper()
+	victim := ""
+	for i := range rounds {
+		l := c.waitLeader(wait / 2)
+		if victim == "" || victim == l {
+			victim = c.followers(l)[0]
+		}
+		offset := time.Duration(50+rng.IntN(451)) * time.Millisecond
+		if i%2 == 0 {
+			c.waitReady(victim, wait)
+			time.Sleep(offset)
+			t.Logf("%s %d: follower %s, %s after it was ready", what, i+1, victim, offset)
+		} else {
+			time.Sleep(offset)
+			t.Logf("%s %d: follower %s, %s after its start", what, i+1, victim, offset)
+		}
+		down(victim)
+		// Down long enough, often, that the leader has compacted the
+		// entries it needs: it then gets a snapshot sent.
+		time.Sleep(time.Duration(300+rng.IntN(2200)) * time.Millisecond)
+		c.start(victim)
+	}
+	c.waitReady(victim, 60*time.Second)
+	return victim
+}
+
+// moreOrders runs a short, fault-free storm on every node and checks it:
+// the orders after a repair.
+func moreOrders(t *testing.T, c *cluster) {
+	t.Helper()
+	more := stormConfig(c, 4*time.Second)
+	more.Tables, more.GuestsPerTable = 4, 1
+	more.DoubleTap, more.KeyChange, more.LostResponse = 0, 0, 0
+	r := storm(t, c, more, func() {})
+	c.checkReport(r)
+	c.checkState(r)
+}
+
+// settledCluster is a snappy cluster that took a short storm of orders,
+// checked and converged: the state a repair test damages.
+func settledCluster(t *testing.T) (*cluster, *bench.Report) {
+	t.Helper()
+	c := newCluster(t, clusterOpts{raft: snappy})
+	cfg := stormConfig(c, 8*time.Second)
+	cfg.Tables, cfg.GuestsPerTable = 6, 2
+	rep := storm(t, c, cfg, func() {})
+	c.checkReport(rep)
+	c.waitConverged(60 * time.Second)
+	return c, rep
 }

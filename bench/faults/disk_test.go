@@ -286,10 +286,7 @@ func loopDev(t testing.TB, dir string) string {
 // returns its exit status.
 func (c *cluster) exitCode(id string, timeout time.Duration) int {
 	c.t.Helper()
-	p := c.nodes[id]
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
+	cmd, done := c.nodes[id].current()
 	select {
 	case <-done:
 		return cmd.ProcessState.ExitCode()

@@ -5,7 +5,6 @@ package faults
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"masterorder/bench"
+
+	"github.com/google/uuid"
 )
 
 // TestMeasure logs the figures for the notes: failover time (median of 5),
@@ -78,13 +79,7 @@ func (c *cluster) staff(method, path string, body, out any) {
 	c.t.Fatalf("staff %s %s failed", method, path)
 }
 
-func uuid4() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
+func uuid4() string { return uuid.NewString() }
 
 type probeSession struct{ id, pin string }
 

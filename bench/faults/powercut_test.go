@@ -92,26 +92,7 @@ func runPowerCuts(t *testing.T, d time.Duration, fault func(t *testing.T, c *clu
 func TestPowerCuts(t *testing.T) {
 	t.Run("Follower", func(t *testing.T) {
 		runPowerCuts(t, 30*time.Second, func(t *testing.T, c *cluster, rng *rand.Rand) int {
-			victim := ""
-			for i := range 5 {
-				l := c.waitLeader(30 * time.Second)
-				if victim == "" || victim == l {
-					victim = c.followers(l)[0]
-				}
-				offset := time.Duration(50+rng.IntN(451)) * time.Millisecond
-				if i%2 == 0 {
-					c.waitReady(victim, 60*time.Second)
-					time.Sleep(offset)
-					t.Logf("cut %d: follower %s, %s after it was ready", i+1, victim, offset)
-				} else {
-					time.Sleep(offset)
-					t.Logf("cut %d: follower %s, %s after its start", i+1, victim, offset)
-				}
-				c.powerCut(rng, victim)
-				time.Sleep(time.Duration(300+rng.IntN(2200)) * time.Millisecond)
-				c.start(victim)
-			}
-			c.waitReady(victim, 60*time.Second)
+			faultFollower(t, c, rng, 5, 60*time.Second, "cut", func(id string) { c.powerCut(rng, id) })
 			return 5
 		})
 	})
@@ -192,12 +173,7 @@ func damageByHand(t *testing.T, fsmDir string) {
 // set the files aside, rebuild, become ready and converge, and orders go
 // on through it.
 func TestDamagedByHand(t *testing.T) {
-	c := newCluster(t, clusterOpts{raft: snappy})
-	cfg := stormConfig(c, 8*time.Second)
-	cfg.Tables, cfg.GuestsPerTable = 6, 2
-	rep := storm(t, c, cfg, func() {})
-	c.checkReport(rep)
-	c.waitConverged(60 * time.Second)
+	c, rep := settledCluster(t)
 	for _, role := range []string{"follower", "former leader"} {
 		l := c.waitLeader(10 * time.Second)
 		id := l
@@ -225,12 +201,8 @@ func TestDamagedByHand(t *testing.T) {
 			t.Errorf("%s: the damaged bbolt file was not set aside: %v", id, err)
 		}
 		c.waitConverged(90 * time.Second)
-		more := stormConfig(c, 4*time.Second)
-		more.Tables, more.GuestsPerTable = 4, 1
-		more.DoubleTap, more.KeyChange, more.LostResponse = 0, 0, 0
-		r2 := storm(t, c, more, func() {})
-		c.checkReport(r2)
-		c.checkState(r2)
+		// More orders after the repair, through the repaired node too.
+		moreOrders(t, c)
 	}
 	c.checkState(rep)
 	c.compareDumps()

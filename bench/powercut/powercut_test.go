@@ -17,7 +17,19 @@ import (
 
 func write(t *testing.T, path string, data []byte, sync bool) {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	writeFile(t, path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600, data, sync)
+}
+
+func appendTo(t *testing.T, path string, data []byte, sync bool) {
+	t.Helper()
+	writeFile(t, path, os.O_WRONLY|os.O_APPEND, 0, data, sync)
+}
+
+// writeFile writes data to the file opened with flag, fsyncs it if sync,
+// and closes it.
+func writeFile(t *testing.T, path string, flag int, perm os.FileMode, data []byte, sync bool) {
+	t.Helper()
+	f, err := os.OpenFile(path, flag, perm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,23 +44,6 @@ func write(t *testing.T, path string, data []byte, sync bool) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func appendTo(t *testing.T, path string, data []byte, sync bool) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.Close()
 }
 
 func syncDir(t *testing.T, dir string) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -249,6 +250,28 @@ func (c *Cluster) StopNode(i int) {
 		c.Nodes[i].Stop()
 		c.Nodes[i] = nil
 	}
+}
+
+// RestartTimed stops node i, starts it again from its files and returns
+// how long it took from the start until its /readyz answered 200 (a
+// figure to log, never to assert on); past a minute the test fails.
+func (c *Cluster) RestartTimed(i int) time.Duration {
+	c.T.Helper()
+	c.StopNode(i)
+	t0 := time.Now()
+	c.StartNode(i)
+	url := "http://" + c.Configs[i].HTTPAddr + "/readyz"
+	for time.Since(t0) < 60*time.Second {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(t0)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.T.Fatalf("node %d not ready within 60 s", i)
+	return 0
 }
 
 // StopAll stops every running node.

@@ -28,6 +28,24 @@ func newCA(t *testing.T, name string) *pki.CA {
 	return ca
 }
 
+// peersAndRogue is two nodes, a and b, of one cluster CA and a node of
+// another CA.
+func peersAndRogue(t *testing.T) (a, b, rogue certs) {
+	t.Helper()
+	ca := newCA(t, "cluster")
+	return nodeTLS(t, ca, "a"), nodeTLS(t, ca, "b"), nodeTLS(t, newCA(t, "other"), "x")
+}
+
+// listenLoopback listens on a free loopback port.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func nodeTLS(t *testing.T, ca *pki.CA, id string) certs {
 	t.Helper()
 	c, k, err := ca.IssueNode(id, []string{"127.0.0.1"}, 0)
@@ -99,15 +117,9 @@ func acceptAll(ln net.Listener) (<-chan net.Conn, <-chan struct{}) {
 }
 
 func TestListenerHandsOnOnlyVerifiedPeers(t *testing.T) {
-	ca := newCA(t, "cluster")
-	a := nodeTLS(t, ca, "a")
-	b := nodeTLS(t, ca, "b")
-	rogue := nodeTLS(t, newCA(t, "other"), "x")
+	a, b, rogue := peersAndRogue(t)
 
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	var rj rejects
 	ln := tlsnet.NewMTLSListener(inner, a.server, tlsnet.WithHandshakeTimeout(300*time.Millisecond), tlsnet.WithRejectHandler(rj.handler))
 	accepted, loopDone := acceptAll(ln)
@@ -203,10 +215,7 @@ func tlsExchange(addr string, cfg *tls.Config) error {
 func TestListenerBoundsHandshakesPerHost(t *testing.T) {
 	ca := newCA(t, "cluster")
 	a := nodeTLS(t, ca, "a")
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	var rj rejects
 	ln := tlsnet.NewMTLSListener(inner, a.server,
 		tlsnet.WithHandshakeTimeout(5*time.Second),
@@ -229,7 +238,7 @@ func TestListenerBoundsHandshakesPerHost(t *testing.T) {
 	// The third silent connection from the same host is dropped at once.
 	waitFor(t, "over-limit rejection", 2*time.Second, func() bool { return rj.count() == 1 })
 	rj.mu.Lock()
-	err = rj.errs[0]
+	err := rj.errs[0]
 	rj.mu.Unlock()
 	if !errors.Is(err, tlsnet.ErrTooManyHandshakes) {
 		t.Errorf("rejection %v, want ErrTooManyHandshakes", err)
@@ -237,15 +246,9 @@ func TestListenerBoundsHandshakesPerHost(t *testing.T) {
 }
 
 func TestMTLSHTTP(t *testing.T) {
-	ca := newCA(t, "cluster")
-	a := nodeTLS(t, ca, "a")
-	b := nodeTLS(t, ca, "b")
-	rogue := nodeTLS(t, newCA(t, "other"), "x")
+	a, b, rogue := peersAndRogue(t)
 
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	ln := tlsnet.NewMTLSListener(inner, a.server)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -302,10 +305,7 @@ func TestMTLSListenerFailsClosed(t *testing.T) {
 	open := a.server.Clone()
 	open.ClientAuth = tls.NoClientCert
 	open.ClientCAs = nil
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := listenLoopback(t)
 	ln := tlsnet.NewMTLSListener(inner, open)
 	defer ln.Close()
 	accepted, _ := acceptAll(ln)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 )
 
@@ -99,30 +100,8 @@ func normalizeValue(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, bool, string, int64, []byte:
 		return v, nil
-	case int:
-		return int64(x), nil
-	case int8:
-		return int64(x), nil
-	case int16:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case uint8:
-		return int64(x), nil
-	case uint16:
-		return int64(x), nil
-	case uint32:
-		return int64(x), nil
-	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return nil, fmt.Errorf("integer %d overflows int64", x)
-		}
-		return int64(x), nil
-	case uint64:
-		if x > math.MaxInt64 {
-			return nil, fmt.Errorf("integer %d overflows int64", x)
-		}
-		return int64(x), nil
+	case int, int8, int16, int32, uint, uint8, uint16, uint32, uint64:
+		return wholeInt64(v)
 	case float32:
 		return normalizeValue(float64(x))
 	case float64:
@@ -157,25 +136,9 @@ func normalizeValue(v any) (any, error) {
 		}
 		return m, nil
 	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			ne, err := normalizeValue(e)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			s[i] = ne
-		}
-		return s, nil
+		return normalizeSlice(x)
 	case []map[string]any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			ne, err := normalizeValue(e)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			s[i] = ne
-		}
-		return s, nil
+		return normalizeSlice(x)
 	default:
 		// Anything else (a struct, a typed slice) goes through JSON, which
 		// is how the server's order objects are defined anyway.
@@ -191,4 +154,30 @@ func normalizeValue(v any) (any, error) {
 		}
 		return normalizeValue(back)
 	}
+}
+
+// wholeInt64 turns any Go integer into the int64 Firestore stores, or says
+// that an unsigned one is too large for it.
+func wholeInt64(v any) (any, error) {
+	rv := reflect.ValueOf(v)
+	if rv.CanInt() {
+		return rv.Int(), nil
+	}
+	u := rv.Uint()
+	if u > math.MaxInt64 {
+		return nil, fmt.Errorf("integer %d overflows int64", u)
+	}
+	return int64(u), nil
+}
+
+func normalizeSlice[E any](x []E) (any, error) {
+	s := make([]any, len(x))
+	for i, e := range x {
+		ne, err := normalizeValue(e)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		s[i] = ne
+	}
+	return s, nil
 }

@@ -2,6 +2,7 @@ package cloudsync
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,5 +77,29 @@ func TestNormalizeDoc(t *testing.T) {
 	}
 	if _, err := normalizeDoc(7, map[string]any{"f": func() {}}); err == nil {
 		t.Errorf("a func field was accepted")
+	}
+}
+
+// Every Go integer kind becomes an int64; an unsigned one past int64 is an
+// error, not a wrapped negative number.
+func TestNormalizeIntegers(t *testing.T) {
+	for _, v := range []any{int(-5), int8(-5), int16(-5), int32(-5), int64(-5)} {
+		if got, err := normalizeValue(v); err != nil || got != int64(-5) {
+			t.Errorf("%T: got %#v, %v", v, got, err)
+		}
+	}
+	for _, v := range []any{uint(5), uint8(5), uint16(5), uint32(5), uint64(5)} {
+		if got, err := normalizeValue(v); err != nil || got != int64(5) {
+			t.Errorf("%T: got %#v, %v", v, got, err)
+		}
+	}
+	for _, v := range []any{uint(math.MaxUint64), uint64(math.MaxInt64 + 1)} {
+		if got, err := normalizeValue(v); err == nil {
+			t.Errorf("%T %v: got %#v, want an overflow error", v, v, got)
+		}
+	}
+	got, err := normalizeValue([]map[string]any{{"q": 2}})
+	if want := []any{map[string]any{"q": int64(2)}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("[]map: got %#v, %v", got, err)
 	}
 }

@@ -71,13 +71,11 @@ func (l *LoginLimiter) Allow(addr string) (ok bool, retryAfter time.Duration) {
 // failures plus attempts in flight reach MaxFailures. Call end exactly
 // once with the verdict when ok.
 func (l *LoginLimiter) Begin(addr string) (ok bool, retryAfter time.Duration, end func(Verdict)) {
-	key := limiterKey(addr)
-	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.touch(key)
-	if now.Before(e.lockedUntil) {
-		return false, e.lockedUntil.Sub(now), nil
+	e, now, lockedFor := l.entry(addr)
+	if lockedFor > 0 {
+		return false, lockedFor, nil
 	}
 	if e.failures > 0 && now.Sub(e.windowStart) >= l.window() {
 		e.windowStart, e.failures = now, 0
@@ -90,7 +88,7 @@ func (l *LoginLimiter) Begin(addr string) (ok bool, retryAfter time.Duration, en
 	return true, 0, func(v Verdict) {
 		once.Do(func() {
 			l.mu.Lock()
-			if el := l.entries[key]; el != nil {
+			if el := l.entries[e.key]; el != nil {
 				if en := el.Value.(*limiterEntry); en.inFlight > 0 {
 					en.inFlight--
 				}
@@ -124,13 +122,11 @@ func Key(addr string) string { return limiterKey(addr) }
 // Failure records a wrong password from addr. It returns whether addr is
 // now locked, and for how long.
 func (l *LoginLimiter) Failure(addr string) (locked bool, retryAfter time.Duration) {
-	key := limiterKey(addr)
-	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.touch(key)
-	if now.Before(e.lockedUntil) {
-		return true, e.lockedUntil.Sub(now)
+	e, now, lockedFor := l.entry(addr)
+	if lockedFor > 0 {
+		return true, lockedFor
 	}
 	if e.failures == 0 || now.Sub(e.windowStart) >= l.window() {
 		e.windowStart, e.failures = now, 0
@@ -170,6 +166,17 @@ func (l *LoginLimiter) Len() int {
 
 // touch returns key's entry, creating it and evicting the least recently
 // touched entries beyond MaxEntries. Caller holds mu.
+// entry is addr's entry, marked used, the time now, and how long addr
+// stays locked (0: not locked). With l.mu held.
+func (l *LoginLimiter) entry(addr string) (e *limiterEntry, now time.Time, lockedFor time.Duration) {
+	now = l.now()
+	e = l.touch(limiterKey(addr))
+	if now.Before(e.lockedUntil) {
+		lockedFor = e.lockedUntil.Sub(now)
+	}
+	return e, now, lockedFor
+}
+
 func (l *LoginLimiter) touch(key string) *limiterEntry {
 	if l.entries == nil {
 		l.entries = make(map[string]*list.Element)

@@ -10,16 +10,22 @@ import (
 	"masterorder/raftfsm"
 )
 
+// migrateTo is Migrate as a build that knew only the first n migrations
+// ran it.
+func migrateTo(n int) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		saved := migrations
+		migrations = migrations[:n]
+		defer func() { migrations = saved }()
+		return Migrate(tx)
+	}
+}
+
 // A data dir written by a build that knew only the first migration opens
 // under this build: the schema moves up and the data stays.
 func TestMigrationOnExistingDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fsm")
-	old := func(tx *sql.Tx) error {
-		saved := migrations
-		migrations = migrations[:1]
-		defer func() { migrations = saved }()
-		return Migrate(tx)
-	}
+	old := migrateTo(1)
 	f, err := raftfsm.Open(raftfsm.Options{Dir: dir, Migrate: old})
 	if err != nil {
 		t.Fatal(err)
@@ -91,12 +97,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 // has been emptied.
 func TestOutboxMigrationKeepsRowsAndNeverReusesSeqs(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fsm")
-	old := func(tx *sql.Tx) error {
-		saved := migrations
-		migrations = migrations[:2]
-		defer func() { migrations = saved }()
-		return Migrate(tx)
-	}
+	old := migrateTo(2)
 	f, err := raftfsm.Open(raftfsm.Options{Dir: dir, Migrate: old})
 	if err != nil {
 		t.Fatal(err)
@@ -158,12 +159,7 @@ func TestOutboxMigrationKeepsRowsAndNeverReusesSeqs(t *testing.T) {
 // A snapshot taken by a schema-2 build, restored by this one, migrates
 // too: the outbox keeps its rows and never hands a seq out twice.
 func TestRestoredOldSnapshotMigratesTheOutbox(t *testing.T) {
-	old := func(tx *sql.Tx) error {
-		saved := migrations
-		migrations = migrations[:2]
-		defer func() { migrations = saved }()
-		return Migrate(tx)
-	}
+	old := migrateTo(2)
 	srcDir := filepath.Join(t.TempDir(), "old")
 	src, err := raftfsm.Open(raftfsm.Options{Dir: srcDir, Migrate: old})
 	if err != nil {

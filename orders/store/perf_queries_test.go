@@ -1,9 +1,7 @@
 package store
 
 import (
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,18 +10,7 @@ import (
 // sku: tracked skus with their quantity (zero included), untracked ones
 // absent, for carts of every size.
 func TestStockOfMatchesGetStock(t *testing.T) {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "s.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Migrate(tx); err != nil {
-		t.Fatal(err)
-	}
+	tx := migratedTx(t)
 	var skus []string
 	for i := range 50 {
 		sku := fmt.Sprintf("sku%02d", i)
@@ -58,26 +45,13 @@ func TestStockOfMatchesGetStock(t *testing.T) {
 			t.Errorf("%d skus: %d answered, %d tracked", n, len(got), tracked)
 		}
 	}
-	tx.Rollback()
 }
 
 // Without orders_request (migration "no index on request_id"), the one
 // query by request id still finds its rows through the session's index,
 // not by scanning every order.
 func TestRequestLookupUsesTheSessionIndex(t *testing.T) {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "s.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if err := Migrate(tx); err != nil {
-		t.Fatal(err)
-	}
+	tx := migratedTx(t)
 	var n int
 	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'orders_request'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("orders_request still there (%d, %v)", n, err)

@@ -25,6 +25,8 @@ import (
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
+
+	"github.com/google/uuid"
 )
 
 const staffPassword = "browser-test-password"
@@ -169,13 +171,7 @@ type order struct {
 	} `json:"items"`
 }
 
-func uuidV4() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func uuidV4() string { return uuid.NewString() }
 
 func newClientID() string {
 	var b [18]byte
@@ -520,6 +516,16 @@ func (tb *tab) describe() string {
 }
 
 // login logs in on the kitchen or staff login form.
+// editMenuItem opens the staff menu's item id in the form (the menu tab
+// shown) and waits until the form holds it.
+func (tb *tab) editMenuItem(id string) {
+	tb.t.Helper()
+	row := `#menu-list tr[data-menu-id="` + id + `"]`
+	tb.waitVisible(row)
+	tb.click(row + ` [data-action="edit"]`)
+	tb.waitFor(id+" in the form", `document.querySelector('#menu-form').dataset.menuId === `+jsString(id), 5*time.Second)
+}
+
 func (tb *tab) login() {
 	tb.t.Helper()
 	tb.loginAs(staffPassword)
@@ -531,7 +537,8 @@ func (tb *tab) loginAs(password string) {
 	tb.waitVisible("#login-form")
 	tb.typeInto("#login-password", password)
 	tb.click("#login-submit")
-	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 30*time.Second)
+	// A minute: the namespace suite's boxes answer slower than loopback.
+	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 60*time.Second)
 }
 
 // ---------------------------------------------------------------- screenshots

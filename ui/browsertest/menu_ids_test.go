@@ -88,8 +88,7 @@ func TestStaffMenuIdsFromNames(t *testing.T) {
 	newItem("らーめん", "700")
 	st.waitVisible(`#menu-list tr[data-menu-id="ramen-2"]`)
 	// Renamed: the id stays.
-	st.click(`#menu-list tr[data-menu-id="ramen"] [data-action="edit"]`)
-	st.waitFor("ramen in the form", `document.querySelector('#menu-form').dataset.menuId === 'ramen'`, 5*time.Second)
+	st.editMenuItem("ramen")
 	eval[bool](st, `document.querySelector('#menu-name').value = ''; true`)
 	st.typeInto("#menu-name", "Tonkotsu special")
 	st.click("#menu-save")

@@ -207,7 +207,7 @@ func TestNetnsStoreFromBlankBoxes(t *testing.T) {
 		t.Fatal("the fresh box shows no setup page")
 	}
 	console := br.open("console", https(live[0])+"/staff/#cluster", tabletW, tabletH)
-	console.loginWith(netnsManagerPW)
+	console.loginAs(netnsManagerPW)
 	console.waitFor("box "+deadID+" shown as not answering", fmt.Sprintf(`!!document.querySelector('#health-problems [data-problem="down"][data-box-id=%q]')`, deadID), 30*time.Second)
 	console.waitFor("the fresh box listed with a replace button", fmt.Sprintf(`!!document.querySelector('#found-list [data-join-replace=%q]')`, deadID), 60*time.Second)
 	console.screenshot("netns-console-replace-found-tablet-ja")
@@ -297,15 +297,6 @@ func dialWithCert(t *testing.T, b *netBox, id, addr string) error {
 	return err
 }
 
-// loginWith logs in on the kitchen or staff login form with password.
-func (tb *tab) loginWith(password string) {
-	tb.t.Helper()
-	tb.waitVisible("#login-form")
-	tb.typeInto("#login-password", password)
-	tb.click("#login-submit")
-	tb.waitFor("the login form gone", `document.querySelector('#login').hidden`, 60*time.Second)
-}
-
 // runWizardInBrowser walks the setup page of wz as an owner: waits for
 // the three boxes, ticks them, fills the shop's form, creates the store
 // and waits for the done page; a screenshot per step (docs/img uses them).
@@ -315,18 +306,32 @@ func runWizardInBrowser(t *testing.T, wz *tab, s *netStore, boxes []*netBox) {
 	wz.waitFor("the boxes step", `!!document.querySelector('#step-boxes') && !document.querySelector('#step-boxes').hidden`, 30*time.Second)
 	wz.waitFor("three boxes found", `document.querySelectorAll('#box-list input[type=checkbox]').length >= 3`, 60*time.Second)
 	wz.screenshot("wizard-1-boxes-phone-ja")
+	createStoreInWizard(wz, true)
+}
+
+// createStoreInWizard ticks every box found, fills the shop's form,
+// creates the store and waits for the done page; with screenshots, one
+// per step and a wait for the progress step to show.
+func createStoreInWizard(wz *tab, screenshots bool) {
+	shot := func(name string) {
+		if screenshots {
+			wz.screenshot(name)
+		}
+	}
 	eval[bool](wz, `(() => { for (const c of document.querySelectorAll('#box-list input[type=checkbox]')) if (!c.checked) c.click(); return true; })()`)
 	wz.click("#box-next")
 	wz.waitVisible("#shop-form")
 	wz.typeInto("#shop-name", "らーめん田中")
 	wz.typeInto("#manager-pw", netnsManagerPW)
 	wz.typeInto("#kitchen-pw", netnsKitchenPW)
-	wz.screenshot("wizard-2-shop-phone-ja")
+	shot("wizard-2-shop-phone-ja")
 	wz.click("#shop-create")
-	wz.waitVisible("#step-progress")
-	wz.screenshot("wizard-3-progress-phone-ja")
+	if screenshots {
+		wz.waitVisible("#step-progress")
+		shot("wizard-3-progress-phone-ja")
+	}
 	wz.waitFor("the done page", `!!document.querySelector('#step-done') && !document.querySelector('#step-done').hidden`, 3*time.Minute)
-	wz.screenshot("wizard-4-done-phone-ja")
+	shot("wizard-4-done-phone-ja")
 }
 
 // TestNetnsOneBoxGrowsToThree: a store made of one box (the wizard warns,
@@ -346,14 +351,7 @@ func TestNetnsOneBoxGrowsToThree(t *testing.T) {
 	br := startBrowserFor(t, 6*time.Minute, chromedp.Flag("ignore-certificate-errors", true))
 	wz := br.open("wizard", a.url()+"/setup/", phoneW, phoneH)
 	wz.waitFor("one box found", `document.querySelectorAll('#box-list input[type=checkbox]').length === 1`, 60*time.Second)
-	eval[bool](wz, `(() => { for (const c of document.querySelectorAll('#box-list input[type=checkbox]')) if (!c.checked) c.click(); return true; })()`)
-	wz.click("#box-next")
-	wz.waitVisible("#shop-form")
-	wz.typeInto("#shop-name", "らーめん田中")
-	wz.typeInto("#manager-pw", netnsManagerPW)
-	wz.typeInto("#kitchen-pw", netnsKitchenPW)
-	wz.click("#shop-create")
-	wz.waitFor("the done page", `!!document.querySelector('#step-done') && !document.querySelector('#step-done').hidden`, 3*time.Minute)
+	createStoreInWizard(wz, false)
 
 	tc := setuptest.TabletClient(t, a.url())
 	token := managerLogin(t, tc, a)
@@ -377,7 +375,7 @@ func TestNetnsOneBoxGrowsToThree(t *testing.T) {
 	}
 
 	console := br.open("console", "https://"+a.ip+"/staff/#cluster", tabletW, tabletH)
-	console.loginWith(netnsManagerPW)
+	console.loginAs(netnsManagerPW)
 	console.waitFor("1 of 1 working", `document.querySelector('#health-summary').dataset.working === '1'`, 30*time.Second)
 	console.screenshot("netns-console-one-box-tablet-ja")
 	var grown []*netBox

@@ -28,9 +28,8 @@ func TestStaffEditsOptionGroups(t *testing.T) {
 	st := b.open("staff", s.url((n+1)%3)+"/staff/", phoneW, phoneH)
 	st.login()
 	st.click(`#tabs button[data-tab="menu"]`)
-	st.waitVisible(`#menu-list tr[data-menu-id="kaedama"]`)
-	st.click(`#menu-list tr[data-menu-id="kaedama"] [data-action="edit"]`)
-	st.waitFor("the form filled", `document.querySelector('#menu-form').dataset.menuId === 'kaedama' && !!document.querySelector('#menu-group-add')`, 5*time.Second)
+	st.editMenuItem("kaedama")
+	st.waitFor("the form filled", `!!document.querySelector('#menu-group-add')`, 5*time.Second)
 	if got := eval[int](st, `document.querySelectorAll('#menu-options [data-group-row]').length`); got != 0 {
 		t.Fatalf("kaedama shows %d groups", got)
 	}
@@ -70,8 +69,8 @@ func TestStaffEditsOptionGroups(t *testing.T) {
 
 	// The ramen, moved to another station through the form, keeps its
 	// groups' other languages (the editor does not show them).
-	st.click(`#menu-list tr[data-menu-id="hakata"] [data-action="edit"]`)
-	st.waitFor("hakata in the form", `document.querySelector('#menu-form').dataset.menuId === 'hakata' && document.querySelectorAll('#menu-options [data-group-row]').length === 1`, 5*time.Second)
+	st.editMenuItem("hakata")
+	st.waitFor("hakata's group in the form", `document.querySelectorAll('#menu-options [data-group-row]').length === 1`, 5*time.Second)
 	set("#menu-station", "ramen")
 	st.click("#menu-save")
 

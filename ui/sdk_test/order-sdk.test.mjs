@@ -279,7 +279,10 @@ test('a changed cart on the same screen gets a new key (no IDEMPOTENCY_KEY_REUSE
 
 // ------------------------------------------------------------ in flight
 
-test('a second tap with the same cart joins the request in flight', async () => {
+// gatedHarness: a cart open on SID whose order requests all succeed, but
+// only once release() is called, so a test can tap again while one is in
+// flight.
+function gatedHarness() {
   let release;
   const gate = new Promise((r) => (release = r));
   const h = harness(async (req) => {
@@ -287,6 +290,11 @@ test('a second tap with the same cart joins the request in flight', async () => 
     return success(req);
   });
   h.sdk.openCart(SID, CART);
+  return { h, release };
+}
+
+test('a second tap with the same cart joins the request in flight', async () => {
+  const { h, release } = gatedHarness();
   const p1 = h.sdk.planSubmit({ sessionId: SID, pin: '1', items: CART });
   const p2 = h.sdk.planSubmit({ sessionId: SID, pin: '1', items: CART_SHUFFLED });
   const p3 = h.sdk.submitOrder({ sessionId: SID, pin: '1', items: CART });
@@ -304,13 +312,7 @@ test('a second tap with the same cart joins the request in flight', async () => 
 });
 
 test('a tap with a different cart while one is in flight is blocked', async () => {
-  let release;
-  const gate = new Promise((r) => (release = r));
-  const h = harness(async (req) => {
-    await gate;
-    return success(req);
-  });
-  h.sdk.openCart(SID, CART);
+  const { h, release } = gatedHarness();
   const p1 = h.sdk.planSubmit({ sessionId: SID, pin: '1', items: CART });
   const p2 = h.sdk.planSubmit({ sessionId: SID, pin: '1', items: OTHER_CART });
   assert.equal(p2.mode, 'blocked');
