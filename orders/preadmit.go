@@ -111,6 +111,9 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 			}
 			return Result{}, false, func() {} // let Apply decide
 		}
+		// Not caught up: the key's own order may have set the windows
+		// (its cooldown), so none of them refuses the resend here.
+		reason = ""
 	}
 	// Rows 8–10, in Apply's order. A window seen here may already have been
 	// lifted elsewhere (a checkout cancelled through another box a moment
