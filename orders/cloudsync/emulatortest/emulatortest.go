@@ -18,6 +18,13 @@
 //		t.Fatal(err)
 //	}
 //
+// With security rules, the emulator judges every request that does not
+// carry its owner token as Firestore judges a key: by the rules, with the
+// request's bearer token (a service account's self-signed JWT, say) as
+// request.auth. The owner token passes every rule.
+//
+//	e := emulatortest.NewWithRules(t, `rules_version = '2'; service cloud.firestore { … }`)
+//
 // or, when only the address is needed:
 //
 //	hostPort, stop := emulatortest.Start(t)
@@ -57,6 +64,7 @@ const relLauncher = "platform/cloud-firestore-emulator/cloud_firestore_emulator"
 type Emulator struct {
 	launcher string
 	port     int
+	rules    string // a rules file passed with --rules, "" for none (everything allowed)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -90,9 +98,28 @@ func New(t testing.TB) *Emulator {
 	return e
 }
 
+// NewWithRules starts an emulator that enforces the Firestore security
+// rules given as source (a restart keeps them). It is stopped when the
+// test ends.
+func NewWithRules(t testing.TB, rules string) *Emulator {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "firestore.rules")
+	if err := os.WriteFile(path, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := launch(path)
+	if err != nil {
+		skipOrFail(t, err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
 // Launch starts an emulator on a free loopback port, for use outside a test
 // (TestMain, a benchmark harness). The caller must Stop it.
-func Launch() (*Emulator, error) {
+func Launch() (*Emulator, error) { return launch("") }
+
+func launch(rules string) (*Emulator, error) {
 	launcher, err := Launcher()
 	if err != nil {
 		return nil, err
@@ -102,7 +129,7 @@ func Launch() (*Emulator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("emulatortest: finding a free port: %w", err)
 		}
-		e := &Emulator{launcher: launcher, port: port}
+		e := &Emulator{launcher: launcher, port: port, rules: rules}
 		err = e.start()
 		if err == nil {
 			return e, nil
@@ -196,7 +223,11 @@ func (e *Emulator) Output() string {
 
 func (e *Emulator) start() error {
 	out := &lockedBuffer{}
-	cmd := exec.Command(e.launcher, "start", "--host=127.0.0.1", "--port="+strconv.Itoa(e.port))
+	args := []string{"start", "--host=127.0.0.1", "--port=" + strconv.Itoa(e.port)}
+	if e.rules != "" {
+		args = append(args, "--rules="+e.rules)
+	}
+	cmd := exec.Command(e.launcher, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
 	// The launcher runs "$JAVA ... CloudFirestore start" as a child of a
