@@ -39,6 +39,12 @@ package emulatortest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -382,4 +388,65 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// ServiceAccountKey is a service account key file as Firebase's "Generate
+// new private key" downloads it, with a fresh RSA key: the key a store
+// owner picks on the Cloud page. Its tokens name email; the emulator
+// (which does not check signatures) judges them by its rules.
+func ServiceAccountKey(t testing.TB, project, email string) []byte {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := make([]byte, 20)
+	rand.Read(id)
+	b, err := json.MarshalIndent(map[string]string{
+		"type":                        "service_account",
+		"project_id":                  project,
+		"private_key_id":              hex.EncodeToString(id),
+		"private_key":                 string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email":                email,
+		"client_id":                   "1234567890",
+		"auth_uri":                    "https://accounts.google.com/o/oauth2/auth",
+		"token_uri":                   "https://oauth2.googleapis.com/token",
+		"auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs",
+		"universe_domain":             "googleapis.com",
+	}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// WritersRules are security rules that let only service accounts whose
+// email starts with prefix read and write (a key of another account is
+// refused PermissionDenied, as Firestore refuses a key without rights).
+func WritersRules(prefix string) string {
+	return `rules_version = '2';
+service cloud.firestore {
+  match /databases/{db}/documents {
+    match /{document=**} {
+      allow read, write: if request.auth != null && request.auth.token.sub.matches('` + regexpQuote(prefix) + `.*');
+    }
+  }
+}
+`
+}
+
+// regexpQuote escapes what the rules' regular expressions treat specially.
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteString(`\\`)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
