@@ -450,3 +450,26 @@ func regexpQuote(s string) string {
 	}
 	return b.String()
 }
+
+// KeyPieces are pieces of a key file's private key that any copy of it
+// would contain (each line of its PEM body): a test looks for them where
+// the key must never be (a backup, a log, an answer).
+func KeyPieces(t testing.TB, keyFile []byte) []string {
+	t.Helper()
+	var f struct {
+		PrivateKey string `json:"private_key"`
+	}
+	if err := json.Unmarshal(keyFile, &f); err != nil || f.PrivateKey == "" {
+		t.Fatalf("not a key file: %v", err)
+	}
+	var out []string
+	for _, line := range strings.Split(f.PrivateKey, "\n") {
+		if len(line) >= 32 && !strings.HasPrefix(line, "-----") {
+			out = append(out, line)
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("the key's PEM body has only %d lines", len(out))
+	}
+	return out
+}
