@@ -203,7 +203,7 @@ func (s *Service) proposeCloud(c echo.Context, cmd cloudSettingCmd) error {
 }
 
 // cloudRefusal answers a key that cannot be used: what is wrong in words,
-// the specifics after them (never the file's contents).
+// the specifics in details (never the file's contents).
 func (s *Service) cloudRefusal(c echo.Context, err error) error {
 	code := "CLOUD_CHECK_FAILED"
 	var ke *cloudsync.KeyError
@@ -218,12 +218,5 @@ func (s *Service) cloudRefusal(c echo.Context, err error) error {
 			code = "CLOUD_NO_DATABASE"
 		}
 	}
-	en := httpapi.English(c)
-	msg := httpapi.Message(code, en)
-	if en {
-		msg += " (details: " + err.Error() + ")"
-	} else {
-		msg += "（詳しく: " + err.Error() + "）"
-	}
-	return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: code, Field: "keyFile", Message: msg})
+	return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: code, Field: "keyFile", Details: err.Error()})
 }
