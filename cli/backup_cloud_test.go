@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pelletier/go-toml/v2"
-
-	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/cloudsync/emulatortest"
 	"masterorder/orders/orderstest"
@@ -63,32 +60,7 @@ func TestBackupHoldsTheCloudKeySealed(t *testing.T) {
 	}
 
 	// Restored into a box of another store: other secrets.
-	cfg := orders.FileConfig{NodeConfig: nodetest.Configs(t, 1, dir)[0], Config: orderstest.Domain()}
-	cfg.Staff.PasswordHash, cfg.Demo = hash, false
-	cfg.Staff.TokenSecret = strings.Repeat("fedcba9876543210", 4)
-	raw, err := toml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "a.toml")
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "restore", "--in", file, "--config", cfgPath)
-	loaded, err := orders.LoadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _, err := startStore(ctx, loaded, nodetest.Logger(), orders.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	waitFor(t, "the restored box ready", n.Ready)
-	other, err := staffClient(ctx, "http://"+loaded.HTTPAddr, cliPassword)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := startRestored(t, restoreFresh(t, file, dir, func(c *orders.FileConfig) { c.Staff.TokenSecret = strings.Repeat("fedcba9876543210", 4) }))
 	waitFor(t, "the restored box's page: keyUnreadable", func() bool {
 		err := other.call(ctx, http.MethodGet, "/api/staff/cloud", nil, &page)
 		return err == nil && page.State == "keyUnreadable" && strings.Contains(page.LastError, "choose the key file again")
