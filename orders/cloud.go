@@ -164,9 +164,11 @@ func (s *Service) cloudWorker(ctx context.Context) {
 			}
 			syncer, err := s.settingSyncer(setting)
 			if err != nil {
-				// Every box shows why (cloudView); nothing runs until the
-				// page saves a key again.
+				// Every box shows why; nothing runs until the page saves a
+				// key again.
 				s.cloudLog().Warn("cloud sync cannot start with the Cloud page's key", "error", err)
+				msg := err.Error()
+				s.propose(runCtx, CmdCloudState, cloudState{LastError: &msg, Setting: rev, Problem: cloudsync.ProblemOther}, false)
 				<-runCtx.Done()
 				return
 			}

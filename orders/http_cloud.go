@@ -1,10 +1,12 @@
 package orders
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -178,6 +180,14 @@ func (s *Service) putCloud(c echo.Context) error {
 // deleteCloud switches the page's sync off and removes the key from the
 // boxes; what is already in Firestore stays.
 func (s *Service) deleteCloud(c echo.Context) error {
+	// A DELETE carries nothing: a body is a caller's mistake, not ignored.
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return httpapi.BadBody(c, err, "INVALID_REQUEST")
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
+	}
 	if s.cfg.Firestore.Enabled {
 		return s.fail(c, http.StatusConflict, "CLOUD_SET_IN_FILE", 0, nil)
 	}
