@@ -135,39 +135,11 @@ func TestBackupRestoreCLI(t *testing.T) {
 		t.Fatalf("backup: %d %s %s", code, out, errs)
 	}
 
-	// A fresh single box from the file, with a config as init writes it.
-	cfg := orders.FileConfig{NodeConfig: nodetest.Configs(t, 1, dir)[0], Config: orderstest.Domain()}
-	cfg.Staff.PasswordHash = orderstest.PasswordHash(t, cliPassword) // as cliStore's nodes
-	cfg.Demo = false
-	raw, err := toml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "a.toml")
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errs = runCLI(t, "restore", "--in", file, "--config", cfgPath)
-	if code != 0 || !strings.Contains(out, "restored") {
-		t.Fatalf("restore: %d %s %s", code, out, errs)
-	}
+	cfgPath := restoreFresh(t, file, dir, nil)
 	if code, _, errs := runCLI(t, "restore", "--in", file, "--config", cfgPath); code != 1 || !strings.Contains(errs, "fresh data_dir") {
 		t.Fatalf("restore into a used data dir: %d %s", code, errs)
 	}
-	loaded, err := orders.LoadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _, err := startStore(context.Background(), loaded, nodetest.Logger(), orders.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	waitFor(t, "the restored box ready", n.Ready)
-	cl, err := staffClient(ctx, "http://"+loaded.HTTPAddr, cliPassword)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := startRestored(t, cfgPath)
 	var menu struct{ Items []json.RawMessage }
 	if err := cl.call(ctx, http.MethodGet, "/api/staff/menu", nil, &menu); err != nil || len(menu.Items) != 13 { // the demo menu (orders/demo.go)
 		t.Fatalf("restored menu: %v, %d items", err, len(menu.Items))
@@ -176,4 +148,50 @@ func TestBackupRestoreCLI(t *testing.T) {
 	if err := cl.call(ctx, http.MethodGet, "/api/staff/sessions?status=ACTIVE", nil, &sessions); err != nil || len(sessions.Sessions) != 1 || sessions.Sessions[0].SessionID != sessionID {
 		t.Fatalf("restored sessions: %v %+v", err, sessions)
 	}
+}
+
+// restoreFresh restores a backup file into a fresh single box's data
+// directory, its config written in dir as init writes it (changed by
+// mutate), and returns the config's path.
+func restoreFresh(t *testing.T, file, dir string, mutate func(c *orders.FileConfig)) string {
+	t.Helper()
+	cfg := orders.FileConfig{NodeConfig: nodetest.Configs(t, 1, dir)[0], Config: orderstest.Domain()}
+	cfg.Staff.PasswordHash = orderstest.PasswordHash(t, cliPassword) // as cliStore's nodes
+	cfg.Demo = false
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	raw, err := toml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "a.toml")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "restore", "--in", file, "--config", cfgPath); code != 0 || !strings.Contains(out, "restored") {
+		t.Fatalf("restore: %d %s %s", code, out, errs)
+	}
+	return cfgPath
+}
+
+// startRestored starts the box of cfgPath and logs in as the manager; the
+// box stops when the test ends.
+func startRestored(t *testing.T, cfgPath string) *opsClient {
+	t.Helper()
+	loaded, err := orders.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := startStore(context.Background(), loaded, nodetest.Logger(), orders.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	waitFor(t, "the restored box ready", n.Ready)
+	cl, err := staffClient(context.Background(), "http://"+loaded.HTTPAddr, cliPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

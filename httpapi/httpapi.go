@@ -25,6 +25,9 @@ type Error struct {
 	SKUs       []string `json:"skus,omitempty"`
 	// Field names the request field a 400 is about (API.md).
 	Field string `json:"field,omitempty"`
+	// Details are the specifics for a technician, in the words of what
+	// refused (Firestore's, for a Cloud page key).
+	Details string `json:"details,omitempty"`
 }
 
 // Refusal is one error answer.
@@ -42,6 +45,8 @@ type Refusal struct {
 	// Message, when set, is the whole text, already in the caller's
 	// language (staff auth words each token failure itself).
 	Message string
+	// Details are answered apart from the message (Error.Details).
+	Details string
 }
 
 // English reports whether the caller asked for English (en, en-US, …).
@@ -75,7 +80,7 @@ func Write(c echo.Context, r Refusal) error {
 			msg += "（" + r.Detail + "）"
 		}
 	}
-	return c.JSON(r.Status, Error{Allowed: false, ReasonCode: r.Code, Message: msg, SKUs: r.SKUs, Field: r.Field})
+	return c.JSON(r.Status, Error{Allowed: false, ReasonCode: r.Code, Message: msg, SKUs: r.SKUs, Field: r.Field, Details: r.Details})
 }
 
 // Fail answers status with code and its message.

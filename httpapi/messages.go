@@ -99,6 +99,20 @@ var messages = map[string][2]string{
 	"UNREACHABLE":          {"端末に届きませんでした。電源と LAN ケーブルを確かめてください。", "The box could not be reached. Check its power and network cable."},
 	"FINGERPRINT_MISMATCH": {"別の機器がこの端末のアドレスで応答しました。端末をもう一度探してください。", "Another device answered at this box's address. Look for the boxes again."},
 	"TIMEOUT":              {"新しい端末が時間内に準備できませんでした。電源とネットワークを確かめて、もう一度お試しください。", "The new box did not get ready in time. Check its power and network, then try again."},
+	// The Cloud page (orders/http_cloud.go); the specifics follow the text.
+	"CLOUD_KEY_NOT_JSON": {"このファイルはサービスアカウントの鍵ではありません（JSON ファイルではありません）。Firebase コンソールの［プロジェクトの設定］→［サービス アカウント］→［新しい秘密鍵を生成］でダウンロードしたファイルを選んでください。",
+		"This file is not a service-account key (it is not a JSON file). Choose the file that Firebase console → Project settings → Service accounts → Generate new private key downloads."},
+	"CLOUD_KEY_NOT_SERVICE_ACCOUNT": {"このファイルはサービスアカウントの鍵ではありません（google-services.json などの別の JSON ファイルです）。Firebase コンソールの［プロジェクトの設定］→［サービス アカウント］→［新しい秘密鍵を生成］でダウンロードしたファイルを選んでください。",
+		"This file is not a service-account key (it is another kind of JSON file, such as google-services.json). Choose the file that Firebase console → Project settings → Service accounts → Generate new private key downloads."},
+	"CLOUD_KEY_INCOMPLETE": {"鍵ファイルの中身が足りないか、壊れています。Firebase コンソールで新しい秘密鍵をもう一度ダウンロードしてください。",
+		"The key file is incomplete or damaged. Download a new private key from the Firebase console again."},
+	"CLOUD_KEY_NO_ACCESS": {"この鍵では Firestore に書き込めません（権限がありません）。Firebase コンソールの［サービス アカウント］で作った鍵を使うか、Google Cloud コンソールの IAM でこのサービスアカウントに「Cloud Datastore ユーザー」の役割を付けてください。",
+		"This key may not write to Firestore (no permission). Use a key made under Firebase console → Service accounts, or give this service account the \"Cloud Datastore User\" role in the Google Cloud console's IAM page."},
+	"CLOUD_NO_DATABASE": {"この Firebase プロジェクトには Firestore のデータベースがまだありません。Firebase コンソールの［Firestore Database］→［データベースを作成］を済ませてから、もう一度お試しください。",
+		"This Firebase project has no Firestore database yet. Create one in Firebase console → Firestore Database → Create database, then try again."},
+	"CLOUD_CHECK_FAILED": {"Firestore が試しの書き込みを受け付けませんでした。鍵は保存していません。", "Firestore refused the test write. The key was not saved."},
+	"CLOUD_SET_IN_FILE": {"クラウド同期はこの端末の設定ファイル（masterorder.toml の [firestore]）で設定されています。変更は設定ファイルで行ってください。",
+		"Cloud sync is set in this box's configuration file (masterorder.toml, [firestore]). Change it there."},
 }
 
 // Codes are every reason code of the table, sorted: the enum ReasonCode

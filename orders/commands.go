@@ -25,6 +25,7 @@ const (
 	CmdRevokeToken    raftfsm.CommandType = 43
 	CmdHousekeeping   raftfsm.CommandType = 44
 	CmdCloudState     raftfsm.CommandType = 45
+	// CmdCloudSetting (46) is in cloud_setting.go.
 )
 
 // commandVersions is the newest version of each domain command this build
@@ -52,6 +53,7 @@ var commandVersions = map[raftfsm.CommandType]uint8{
 	CmdSetStock: 2, CmdPlaceOrder: 5, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 	CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 2, CmdReprint: 2,
 	CmdUpsertMenu: 2, // the item's words (content patch, content.go)
+	CmdCloudState: 2, // the setting it is about and the problem's kind (cloud.go)
 }
 
 // versionOf is the version this build proposes for t.
@@ -90,8 +92,9 @@ func registerTable(tab commandTable) {
 	// housekeeping.go
 	register(tab, CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
 	register(tab, CmdOutboxSynced, "orders.outboxSynced", applyOutboxSynced)
-	// cloud.go, preadmit.go
+	// cloud.go, cloud_setting.go, preadmit.go
 	register(tab, CmdCloudState, "orders.cloudState", applyCloudState)
+	register(tab, CmdCloudSetting, "orders.cloudSetting", applyCloudSetting)
 	register(tab, CmdRejectionSummary, "orders.rejectionSummary", applyRejectionSummary)
 	// calls.go, printing.go, bump.go
 	registerCalls(tab)

@@ -64,12 +64,17 @@ type AdmissionConfig struct {
 	CheckoutLockTTL node.Duration `toml:"checkout_lock_ttl"`
 }
 
-// FirestoreConfig configures cloud sync (disabled by default).
+// FirestoreConfig configures cloud sync from the file (disabled by
+// default; the Cloud page switches it on without the file). Enabled here
+// wins over the Cloud page on this box.
 type FirestoreConfig struct {
 	Enabled         bool   `toml:"enabled"`
 	ProjectID       string `toml:"project_id"`
 	CredentialsFile string `toml:"credentials_file"`
-	EmulatorHost    string `toml:"emulator_host"`
+	// EmulatorHost sends the sync to an emulator instead of Firestore:
+	// the file's sync as the emulator's owner, the Cloud page's with its
+	// key's own tokens (tests, development). Set even when not enabled.
+	EmulatorHost string `toml:"emulator_host"`
 	// MaxBackoff caps the wait between retries while the cloud is away.
 	MaxBackoff node.Duration `toml:"max_backoff"`
 }
@@ -200,10 +205,11 @@ func (c *Config) Validate() error {
 		if c.Firestore.EmulatorHost == "" && c.Firestore.CredentialsFile == "" {
 			return bad("firestore.credentials_file", "is required when firestore.enabled (or set emulator_host)")
 		}
-		if c.Firestore.EmulatorHost != "" {
-			if err := node.CheckHostPort(c.Firestore.EmulatorHost); err != nil {
-				return bad("firestore.emulator_host", err.Error())
-			}
+	}
+	if c.Firestore.EmulatorHost != "" {
+		// Also where a key from the Cloud page goes (tests, development).
+		if err := node.CheckHostPort(c.Firestore.EmulatorHost); err != nil {
+			return bad("firestore.emulator_host", err.Error())
 		}
 	}
 	if c.Retention.AuditDays < 0 || c.Retention.ArchiveDays < 0 {

@@ -87,3 +87,12 @@ func rowsText(db *sql.DB, query string) ([]string, error) {
 	}
 	return out, rs.Err()
 }
+
+// SetOutboxTrim makes a store without a cloud drain its outbox every d
+// (a test that switches the cloud off sees the rows go without waiting
+// 30 s).
+func SetOutboxTrim(d time.Duration) func() {
+	old := outboxTrimEvery
+	outboxTrimEvery = d
+	return func() { outboxTrimEvery = old }
+}

@@ -221,6 +221,9 @@ func TestHostileRequestsGetOnly4xx(t *testing.T) {
 				if p == "/api/staff/login" && strings.Contains(b, "password") {
 					continue
 				}
+				if m == "DELETE" && b == "" {
+					continue // what every DELETE sends (DELETE /api/staff/cloud takes it)
+				}
 				add(hostileReq{name: "bad body", method: m, path: target, hdr: auth(p), body: []byte(b)})
 			}
 		}

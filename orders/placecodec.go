@@ -187,8 +187,15 @@ func decodeCached(b []byte) (cachedResult, bool) {
 }
 
 // shownValue is a KV value as staff see it (GET /api/staff/locks): a
-// binary cached result as the JSON it stands for.
+// binary cached result as the JSON it stands for, the cloud setting
+// without its key.
 func shownValue(key string, v []byte) string {
+	if key == keyCloudSetting {
+		// The sealed key stays on the boxes (cloud_setting.go).
+		var c cloudSettingCmd
+		json.Unmarshal(v, &c)
+		return string(mustJSON(c.shown()))
+	}
 	if len(v) > 0 && v[0] == cachedBinaryTag && (strings.HasPrefix(key, prefixIdem) || strings.HasPrefix(key, prefixPayload)) {
 		if c, good := decodeCached(v); good {
 			return string(mustJSON(c))

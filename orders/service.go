@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -74,9 +76,17 @@ type Service struct {
 	auth    *staffauth.Auth
 	limiter *staffauth.LoginLimiter
 	bcrypt  *staffauth.BcryptGate // bounds concurrent password checks
-	syncer  *cloudsync.Syncer     // nil unless [firestore] enabled
-	catalog catalog               // menu cache for validating carts
-	pins    pinGuard              // wrong PINs in flight on this node
+	// syncer is the syncer running on this box (the leader), nil when
+	// none runs; fileSyncer is [firestore]'s when the file enables it.
+	syncer     atomic.Pointer[cloudsync.Syncer]
+	fileSyncer *cloudsync.Syncer
+	cloudRuns  sync.WaitGroup // the cloud worker while it runs
+	// cloudChanged wakes the cloud worker when the Cloud page's setting
+	// changed; sealer seals and opens its key (cloud_setting.go).
+	cloudChanged chan struct{}
+	sealer       *cloudSealer
+	catalog      catalog  // menu cache for validating carts
+	pins         pinGuard // wrong PINs in flight on this node
 	// proposals caps guest order proposals per session and per address;
 	// rejections counts the orders answered before proposing (preadmit.go).
 	proposals  windowLimiter
@@ -118,7 +128,10 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 		proposals: windowLimiter{limit: proposalLimit, window: proposalWindow},
 		// Two comparisons at once: the boxes have four small cores and the
 		// order path needs them.
-		bcrypt: staffauth.NewBcryptGate(2), guestKey: guestKey(secret)}
+		bcrypt: staffauth.NewBcryptGate(2), guestKey: guestKey(secret), cloudChanged: make(chan struct{}, 1)}
+	if s.sealer, err = newCloudSealer(secret, cfg.ShopID); err != nil {
+		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
+	}
 	if opts.StaffPasswordHash != "" {
 		s.passwordHash = opts.StaffPasswordHash
 	}
@@ -157,12 +170,17 @@ func (s *Service) publish(events []raftfsm.Event) {
 		switch e.Type {
 		case "order.created", "order.updated", "session.closed", "call.created", "call.done":
 			out = append(out, stream.Event{ID: e.Index, Type: e.Type, Data: e.Data})
+		case eventCloudSetting:
+			select {
+			case s.cloudChanged <- struct{}{}:
+			default:
+			}
 		}
 	}
 	if len(out) > 0 {
 		s.hub.Publish(out)
-		if s.syncer != nil {
-			s.syncer.Notify() // every kitchen event left an outbox row
+		if sy := s.syncer.Load(); sy != nil {
+			sy.Notify() // every kitchen event left an outbox row
 		}
 	}
 }
@@ -196,6 +214,7 @@ func (s *Service) Routes(e *echo.Echo) {
 		s.pages(e, staff)
 	}
 	s.printerRoutes(staff)
+	s.cloudRoutes(staff)
 	s.contentRoutes(e, staff)
 	s.menuImportRoutes(staff)
 

@@ -1,9 +1,6 @@
 package cloudsync
 
 import (
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -11,10 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"cloud.google.com/go/auth"
-	"cloud.google.com/go/auth/credentials"
-	vkit "cloud.google.com/go/firestore/apiv1"
 )
 
 // Config is the [firestore] section of a node's config plus tuning knobs.
@@ -23,8 +16,12 @@ type Config struct {
 	Enabled         bool   // [firestore] enabled
 	ProjectID       string // [firestore] project_id; defaults to the key file's project_id (or "demo-masterorder" with an emulator)
 	CredentialsFile string // [firestore] credentials_file: a service account key (JSON)
-	EmulatorHost    string // [firestore] emulator_host: "host:port"; when set, no credentials are used
-	ShopID          string // shop_id: documents go to shops/{ShopID}/orders/{orderId}
+	// Key is a service account key file's bytes (set from the Cloud page);
+	// when set, CredentialsFile is not read. With EmulatorHost too, the
+	// key's own tokens go to the emulator, which judges them by its rules.
+	Key          []byte
+	EmulatorHost string // [firestore] emulator_host: "host:port"; without Key, the emulator's owner token is used
+	ShopID       string // shop_id: documents go to shops/{ShopID}/orders/{orderId}
 
 	BatchSize     int           // changes per push (default 200, at most 500)
 	MinBackoff    time.Duration // first retry delay cap after a failure (default 200ms)
@@ -89,56 +86,26 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// serviceAccountFile is the part of a service account key file we check.
-type serviceAccountFile struct {
-	Type        string `json:"type"`
-	ProjectID   string `json:"project_id"`
-	ClientEmail string `json:"client_email"`
-	PrivateKey  string `json:"private_key"`
-}
-
-// loadCredentials reads and checks a service account key file. It does no
-// network I/O: tokens are fetched on the first call to Firestore.
-func loadCredentials(path string) (*auth.Credentials, string, error) {
+// loadKeyFile reads and checks a service account key file ([firestore]
+// credentials_file). It does no network I/O.
+func loadKeyFile(path string) (Key, error) {
 	if path == "" {
-		return nil, "", errors.New("cloudsync: [firestore] credentials_file is required when enabled without emulator_host")
+		return Key{}, errors.New("cloudsync: [firestore] credentials_file is required when enabled without emulator_host")
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("cloudsync: [firestore] credentials_file: %w", err)
+		return Key{}, fmt.Errorf("cloudsync: [firestore] credentials_file: %w", err)
 	}
-	var f serviceAccountFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, "", fmt.Errorf("cloudsync: [firestore] credentials_file %s is not a JSON key file: %v", path, err)
+	k, err := ParseKey(b, false)
+	var ke *KeyError
+	switch {
+	case err == nil:
+		return k, nil
+	case errors.As(err, &ke) && ke.Problem == KeyNotJSON:
+		return Key{}, fmt.Errorf("cloudsync: [firestore] credentials_file %s is not a JSON key file", path)
+	case errors.As(err, &ke) && ke.Problem == KeyNotServiceAccount:
+		return Key{}, fmt.Errorf("cloudsync: [firestore] credentials_file %s has %s", path, ke.Detail)
+	default:
+		return Key{}, fmt.Errorf("cloudsync: [firestore] credentials_file %s %v", path, err)
 	}
-	if f.Type != "service_account" {
-		return nil, "", fmt.Errorf("cloudsync: [firestore] credentials_file %s has type %q, want a service account key (\"type\": \"service_account\")", path, f.Type)
-	}
-	if f.ClientEmail == "" || f.PrivateKey == "" {
-		return nil, "", fmt.Errorf("cloudsync: [firestore] credentials_file %s lacks client_email or private_key", path)
-	}
-	if err := checkPrivateKey(f.PrivateKey); err != nil {
-		return nil, "", fmt.Errorf("cloudsync: [firestore] credentials_file %s: private_key: %v", path, err)
-	}
-	creds, err := credentials.NewCredentialsFromJSON(credentials.ServiceAccount, b, &credentials.DetectOptions{
-		Scopes: vkit.DefaultAuthScopes(),
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("cloudsync: [firestore] credentials_file %s: %v", path, err)
-	}
-	return creds, f.ProjectID, nil
-}
-
-func checkPrivateKey(s string) error {
-	block, _ := pem.Decode([]byte(s))
-	if block == nil {
-		return errors.New("not PEM encoded")
-	}
-	if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
-		return nil
-	}
-	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-		return nil
-	}
-	return errors.New("not a PKCS#8 or PKCS#1 private key")
 }

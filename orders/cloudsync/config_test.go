@@ -2,15 +2,13 @@ package cloudsync
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"masterorder/orders/cloudsync/emulatortest"
 )
 
 // These tests never reach Firestore: New does no network I/O.
@@ -26,22 +24,9 @@ func writeFile(t *testing.T, name, content string) string {
 
 func serviceAccountJSON(t *testing.T, project string, mutate func(map[string]any)) string {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
+	m := map[string]any{}
+	if err := json.Unmarshal(emulatortest.ServiceAccountKey(t, project, "sync@"+project+".iam.gserviceaccount.com"), &m); err != nil {
 		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]any{
-		"type":           "service_account",
-		"project_id":     project,
-		"private_key_id": "0123456789abcdef",
-		"private_key":    string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		"client_email":   "sync@" + project + ".iam.gserviceaccount.com",
-		"client_id":      "1234567890",
-		"token_uri":      "https://oauth2.googleapis.com/token",
 	}
 	if mutate != nil {
 		mutate(m)
@@ -66,7 +51,7 @@ func TestNewCredentialsErrors(t *testing.T) {
 		}, `has type "authorized_user"`},
 		{"no key", func(t *testing.T) string {
 			return writeFile(t, "k.json", serviceAccountJSON(t, "p", func(m map[string]any) { delete(m, "private_key") }))
-		}, "lacks client_email or private_key"},
+		}, "lacks private_key"},
 		{"broken key", func(t *testing.T) string {
 			return writeFile(t, "k.json", serviceAccountJSON(t, "p", func(m map[string]any) {
 				m["private_key"] = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"

@@ -62,3 +62,14 @@ func DeleteOutbox(tx DB, seqs []int64) error {
 	}
 	return nil
 }
+
+// QueueActiveOrders adds an upsert row for every order of an active
+// session, oldest first: what the cloud must show when sync is switched
+// on (the orders taken before then left no row it will read).
+func QueueActiveOrders(tx DB) error {
+	if _, err := tx.Exec(`INSERT INTO outbox(order_id, op) SELECT o.order_id, ? FROM orders o JOIN sessions s ON s.session_id = o.session_id
+		WHERE s.status = ? ORDER BY o.seq`, OutboxUpsert, SessionActive); err != nil {
+		return fmt.Errorf("queue active orders: %w", err)
+	}
+	return nil
+}

@@ -50,9 +50,18 @@ type store struct {
 
 func startStore(t *testing.T) *store {
 	t.Helper()
+	return startStoreWith(t, nil)
+}
+
+// startStoreWith is startStore with every box's file changed by mutate.
+func startStoreWith(t *testing.T, mutate func(c *orders.FileConfig)) *store {
+	t.Helper()
 	st := orderstest.Start(t, 3, func(_ int, c *orders.FileConfig) {
 		c.Staff.KitchenPasswordHash = kitchenHash(t)
 		c.Shop.Name = shopName
+		if mutate != nil {
+			mutate(c)
+		}
 	}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
 	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, hc: apitest.Client(t, &http.Client{Timeout: 10 * time.Second})}
 	li, _ := s.c.WaitLeader(10 * time.Second)

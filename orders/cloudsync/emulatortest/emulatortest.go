@@ -18,6 +18,13 @@
 //		t.Fatal(err)
 //	}
 //
+// With security rules, the emulator judges every request that does not
+// carry its owner token as Firestore judges a key: by the rules, with the
+// request's bearer token (a service account's self-signed JWT, say) as
+// request.auth. The owner token passes every rule.
+//
+//	e := emulatortest.NewWithRules(t, `rules_version = '2'; service cloud.firestore { … }`)
+//
 // or, when only the address is needed:
 //
 //	hostPort, stop := emulatortest.Start(t)
@@ -32,6 +39,12 @@ package emulatortest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +70,7 @@ const relLauncher = "platform/cloud-firestore-emulator/cloud_firestore_emulator"
 type Emulator struct {
 	launcher string
 	port     int
+	rules    string // a rules file passed with --rules, "" for none (everything allowed)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -90,9 +104,28 @@ func New(t testing.TB) *Emulator {
 	return e
 }
 
+// NewWithRules starts an emulator that enforces the Firestore security
+// rules given as source (a restart keeps them). It is stopped when the
+// test ends.
+func NewWithRules(t testing.TB, rules string) *Emulator {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "firestore.rules")
+	if err := os.WriteFile(path, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := launch(path)
+	if err != nil {
+		skipOrFail(t, err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
 // Launch starts an emulator on a free loopback port, for use outside a test
 // (TestMain, a benchmark harness). The caller must Stop it.
-func Launch() (*Emulator, error) {
+func Launch() (*Emulator, error) { return launch("") }
+
+func launch(rules string) (*Emulator, error) {
 	launcher, err := Launcher()
 	if err != nil {
 		return nil, err
@@ -102,7 +135,7 @@ func Launch() (*Emulator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("emulatortest: finding a free port: %w", err)
 		}
-		e := &Emulator{launcher: launcher, port: port}
+		e := &Emulator{launcher: launcher, port: port, rules: rules}
 		err = e.start()
 		if err == nil {
 			return e, nil
@@ -196,7 +229,11 @@ func (e *Emulator) Output() string {
 
 func (e *Emulator) start() error {
 	out := &lockedBuffer{}
-	cmd := exec.Command(e.launcher, "start", "--host=127.0.0.1", "--port="+strconv.Itoa(e.port))
+	args := []string{"start", "--host=127.0.0.1", "--port=" + strconv.Itoa(e.port)}
+	if e.rules != "" {
+		args = append(args, "--rules="+e.rules)
+	}
+	cmd := exec.Command(e.launcher, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
 	// The launcher runs "$JAVA ... CloudFirestore start" as a child of a
@@ -351,4 +388,88 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// ServiceAccountKey is a service account key file as Firebase's "Generate
+// new private key" downloads it, with a fresh RSA key: the key a store
+// owner picks on the Cloud page. Its tokens name email; the emulator
+// (which does not check signatures) judges them by its rules.
+func ServiceAccountKey(t testing.TB, project, email string) []byte {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := make([]byte, 20)
+	rand.Read(id)
+	b, err := json.MarshalIndent(map[string]string{
+		"type":                        "service_account",
+		"project_id":                  project,
+		"private_key_id":              hex.EncodeToString(id),
+		"private_key":                 string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email":                email,
+		"client_id":                   "1234567890",
+		"auth_uri":                    "https://accounts.google.com/o/oauth2/auth",
+		"token_uri":                   "https://oauth2.googleapis.com/token",
+		"auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs",
+		"universe_domain":             "googleapis.com",
+	}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// WritersRules are security rules that let only service accounts whose
+// email starts with prefix read and write (a key of another account is
+// refused PermissionDenied, as Firestore refuses a key without rights).
+func WritersRules(prefix string) string {
+	return `rules_version = '2';
+service cloud.firestore {
+  match /databases/{db}/documents {
+    match /{document=**} {
+      allow read, write: if request.auth != null && request.auth.token.sub.matches('` + regexpQuote(prefix) + `.*');
+    }
+  }
+}
+`
+}
+
+// regexpQuote escapes what the rules' regular expressions treat specially.
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteString(`\\`)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// KeyPieces are pieces of a key file's private key that any copy of it
+// would contain (each line of its PEM body): a test looks for them where
+// the key must never be (a backup, a log, an answer).
+func KeyPieces(t testing.TB, keyFile []byte) []string {
+	t.Helper()
+	var f struct {
+		PrivateKey string `json:"private_key"`
+	}
+	if err := json.Unmarshal(keyFile, &f); err != nil || f.PrivateKey == "" {
+		t.Fatalf("not a key file: %v", err)
+	}
+	var out []string
+	for _, line := range strings.Split(f.PrivateKey, "\n") {
+		if len(line) >= 32 && !strings.HasPrefix(line, "-----") {
+			out = append(out, line)
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("the key's PEM body has only %d lines", len(out))
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import { createReportsPage, REPORT_STRINGS } from '/staff/reports.js';
 import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/calls.js';
 import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 import { createPrintersPage } from '/staff/printers.js';
+import { createCloudPage, CLOUD_STRINGS } from '/staff/cloud.js';
 import { withContentStrings } from '/staff/content-editor.js';
 import { CSV_STRINGS } from '/staff/menucsv.js';
 import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
@@ -21,8 +22,8 @@ const T = createI18n(
   withHealthStrings(
     withContentStrings(
       withCallStrings({
-        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja),
-        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en),
+        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja, CLOUD_STRINGS.ja),
+        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en, CLOUD_STRINGS.en),
       }),
     ),
   ),
@@ -312,6 +313,7 @@ const pages = {
   audit: createAuditPage(ctx),
   locks: createLocksPage(ctx),
   printers: createPrintersPage(ctx),
+  cloud: createCloudPage(ctx),
   cluster: createClusterPage(ctx),
   reports: createReportsPage(ctx),
 };
