@@ -309,6 +309,11 @@ Environment=GOTRACEBACK=crash
 User=%[5]s
 Group=%[5]s
 ExecStart=%[2]s run --config %[3]s/%[1]s.toml
+# After every end of the process (a stop, the watchdog, a crash) its
+# result ($SERVICE_RESULT, $EXIT_CODE, $EXIT_STATUS) is recorded in the
+# state dir: the console's Boxes page tells why the box last restarted.
+# "-": a failure here never fails the unit.
+ExecStopPost=-%[2]s stopped --config %[3]s/%[1]s.toml
 StateDirectory=masterorder
 StateDirectoryMode=0750
 WorkingDirectory=%[4]s

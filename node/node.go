@@ -25,6 +25,7 @@ import (
 	"masterorder/kv"
 	"masterorder/node/lanname"
 	"masterorder/node/pki"
+	"masterorder/node/restart"
 	"masterorder/node/tlsnet"
 	"masterorder/raftfsm"
 )
@@ -100,8 +101,12 @@ type Node struct {
 	leaderRounds readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
 	remoteRounds readRounds
 
-	disk  diskWatch  // this box's card (disk.go)
-	fatal chan error // the box cannot go on in place (Fatal)
+	disk   diskWatch  // this box's card (disk.go)
+	fatal  chan error // the box cannot go on in place (Fatal)
+	failed atomic.Pointer[error]
+
+	lastRestart *restart.Record // why this run started (lastrestart.go)
+	run         restart.Run
 
 	extrasMu   sync.Mutex
 	statusFns  []func(*Status)
@@ -201,6 +206,7 @@ func (n *Node) Start() error { return n.StartContext(context.Background()) }
 // box has none usable (rebuild.go), e.g. on SIGTERM.
 func (n *Node) StartContext(ctx context.Context) error {
 	n.started = time.Now()
+	n.beginRun()
 	n.refreshDisk(n.started)
 	if err := n.startRaft(ctx); err != nil {
 		n.Stop()
@@ -521,6 +527,7 @@ func (n *Node) Stop() {
 			n.logStore.Close()
 		}
 		n.fsm.Close()
+		n.endRun()
 	})
 }
 
@@ -531,6 +538,7 @@ func (n *Node) Fatal() <-chan error { return n.fatal }
 
 func (n *Node) fail(err error) {
 	n.log.Error("cannot go on in place", "error", err)
+	n.failed.Store(&err)
 	select {
 	case n.fatal <- err:
 	default:
