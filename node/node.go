@@ -105,6 +105,7 @@ type Node struct {
 	fatal  chan error // the box cannot go on in place (Fatal)
 	failed atomic.Pointer[error]
 
+	raftLogs    peerLogThrottle // Raft's lines about one peer (raftlog.go)
 	lastRestart *restart.Record // why this run started (lastrestart.go)
 	run         restart.Run
 
@@ -548,17 +549,18 @@ func (n *Node) fail(err error) {
 // Done is closed when the node is stopping.
 func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 
-// hclog adapts Raft's logger to slog, keeping Raft's chatter at warn+.
+// hclog adapts Raft's logger to slog, keeping Raft's chatter at warn+ and
+// its lines about one peer to one a minute (raftlog.go).
 func (n *Node) hclog(name string) hclog.Logger {
 	level := hclog.Warn
 	if n.cfg.Log.Level == "debug" {
 		level = hclog.Debug
 	}
-	return hclog.New(&hclog.LoggerOptions{
+	return throttledLogger{hclog.New(&hclog.LoggerOptions{
 		Name:   n.cfg.NodeID + "." + name,
 		Level:  level,
 		Output: slogWriter{n.log.With("component", name)},
-	})
+	}), &n.raftLogs}
 }
 
 type slogWriter struct{ l *slog.Logger }
