@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,24 +46,11 @@ func TestRaftLogHasSmallPages(t *testing.T) {
 	}
 }
 
-// lockedLines collects log output from several goroutines.
-type lockedLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLines) count(parts ...string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// countLines counts the lines of text holding every one of parts.
+func countLines(text string, parts ...string) int {
 	n := 0
 next:
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		for _, p := range parts {
 			if !strings.Contains(line, p) {
 				continue next
@@ -79,7 +65,7 @@ next:
 // its heartbeats to it several times a second; its log holds one such line
 // (per message) for that peer, not one per failure.
 func TestDeadPeerLogsOnceAMinute(t *testing.T) {
-	var out lockedLines
+	var out secSyncBuffer // security_test.go
 	c := nodetest.Start(t, 3, nil, func(i int) node.Options {
 		return node.Options{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	}, nil)
@@ -108,7 +94,7 @@ func TestDeadPeerLogsOnceAMinute(t *testing.T) {
 	if time.Since(start) >= time.Minute {
 		t.Skip("10 failed heartbeats took a minute: the throttle's window passed")
 	}
-	if n := out.count("failed to heartbeat to", dead); n != 1 {
+	if n := countLines(out.String(), "failed to heartbeat to", dead); n != 1 {
 		t.Fatalf("10 failed heartbeats to %s: %d lines, want 1", dead, n)
 	}
 }

@@ -59,7 +59,7 @@ func TestMeasureRaftTiming(t *testing.T) {
 	if d > 0 {
 		t.Run("Elections", func(t *testing.T) {
 			c.t = t
-			term0 := c.maxTerm()
+			term0, logs0 := c.maxTerm(), c.logSizes()
 			count := c.leaderChanges()
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
@@ -89,9 +89,10 @@ func TestMeasureRaftTiming(t *testing.T) {
 			wg.Wait()
 			changes := count()
 			terms := c.maxTerm() - term0
-			t.Logf("MEASURE elections, %s, %v under a lunch peak + hostile phone + backups: %d leader changes, %d term increases; "+
-				"%d orders (%.1f/s), order POST p50 %v ms p99 %v ms (per storm) max %.0f ms; hostile %s; backups %s; %s; load average %s",
-				conditions, took.Round(time.Second), changes, terms, orders, float64(orders)/took.Seconds(), p50s, p99s, worst,
+			t.Logf("MEASURE elections, %s, %v under a lunch peak + hostile phone + backups: %d leader changes, %d term increases "+
+				"(Raft's own words in the logs: %s); %d orders (%.1f/s), order POST p50 %v ms p99 %v ms (per storm) max %.0f ms; "+
+				"hostile %s; backups %s; %s; load average %s",
+				conditions, took.Round(time.Second), changes, terms, c.electionLines(logs0), orders, float64(orders)/took.Seconds(), p50s, p99s, worst,
 				&hostile, &backups, c.cpuStats(), loadavg())
 		})
 	}
@@ -172,6 +173,46 @@ func (c *cluster) cpuStats() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// electionLines counts, per box, what hashicorp/raft logs when an
+// election starts: a follower that heard no heartbeat in time, a
+// candidate's election that timed out, a leader that lost touch with a
+// quorum within its lease and stepped down; from the log offsets given
+// (logSizes) on.
+func (c *cluster) electionLines(from map[string]int) string {
+	kinds := []struct{ name, line string }{
+		{"heartbeat timeouts", "heartbeat timeout reached, starting election"},
+		{"election timeouts", "Election timeout reached, restarting election"},
+		{"lease step-downs", "failed to contact quorum of nodes, stepping down"},
+	}
+	var parts []string
+	for _, id := range c.ids {
+		raw, _ := os.ReadFile(c.nodes[id].logPath)
+		raw = raw[min(from[id], len(raw)):]
+		var f []string
+		for _, k := range kinds {
+			if n := strings.Count(string(raw), k.line); n > 0 {
+				f = append(f, fmt.Sprintf("%d %s", n, k.name))
+			}
+		}
+		if len(f) == 0 {
+			f = []string{"none"}
+		}
+		parts = append(parts, id+": "+strings.Join(f, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// logSizes is where each box's log ends now.
+func (c *cluster) logSizes() map[string]int {
+	m := map[string]int{}
+	for _, id := range c.ids {
+		if fi, err := os.Stat(c.nodes[id].logPath); err == nil {
+			m[id] = int(fi.Size())
+		}
+	}
+	return m
 }
 
 func spread(ms []float64) string {
