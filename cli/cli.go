@@ -38,7 +38,7 @@ type command struct {
 }
 
 // commands in the order `masterorder help` lists them.
-var commands = []command{demoCommand, runCommand, resetCommand, initCommand, benchCommand, statusCommand,
+var commands = []command{demoCommand, runCommand, resetCommand, stoppedCommand, initCommand, benchCommand, statusCommand,
 	membersCommand, backupCommand, restoreCommand, rotateSecretsCommand}
 
 // usage is `masterorder help`: every command's usage, then version and

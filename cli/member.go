@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/node"
+	"masterorder/node/watchdog"
 	"masterorder/orders"
 	"masterorder/setup"
 	"masterorder/setup/join"
@@ -77,13 +78,16 @@ func runMember(ctx context.Context, path, tlsDir string, e env) error {
 	if tlsDir == "" && cfg.TLS.CAFile != "" {
 		tlsDir = filepath.Dir(cfg.TLS.CAFile)
 	}
-	m, err := startMember(ctx, cfg, newLogger(cfg.Log, e.stdout), e.build.Version, func(ec *echo.Echo) { setup.MemberRoutes(ec, tlsDir, nil) })
+	log := newLogger(cfg.Log, e.stdout)
+	m, err := startMember(ctx, cfg, log, e.build.Version, func(ec *echo.Echo) { setup.MemberRoutes(ec, tlsDir, nil) })
 	if errors.Is(err, errStopped) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	// READY=1 to systemd, and its watchdog fed while /healthz answers.
+	watchdog.Start(ctx, watchdog.HTTP(cfg.HTTPAddr, "/healthz"), log)
 	return m.wait(ctx)
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/lanname"
+	"masterorder/node/watchdog"
+	"masterorder/orders"
 	"masterorder/setup"
 )
 
@@ -82,16 +84,29 @@ func run(ctx context.Context, args []string, e env) error {
 	}
 	ctx, members := withSetupMembers(ctx, e)
 	defer members.stop()
+	// systemd hears READY=1 once the setup page answers, and its watchdog
+	// is fed while it does, then while the member's HTTP does.
+	var dog *watchdog.Dog
 	onMember := func(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
 		if setupName != nil {
 			setupName.Close()
 		}
-		return members.start(ctx, path, routes)
+		stop, err := members.start(ctx, path, routes)
+		if err == nil {
+			if cfg, err := orders.LoadConfig(path); err == nil {
+				dog.Watch(watchdog.HTTP(cfg.HTTPAddr, "/healthz"))
+			}
+		}
+		return stop, err
 	}
 	b, err := setup.New(setup.Options{Layout: box, Listen: *listen, HTTPSPort: *httpsPort, RaftPort: *raftPort, Window: *window,
 		WindowFromStart: *fromStart, Version: e.build.Version, Probe: peers, MDNS: *mdns, Logger: log, Start: onMember})
 	if err != nil {
 		return err
 	}
+	if err := b.Listen(); err != nil {
+		return err
+	}
+	dog = watchdog.Start(ctx, watchdog.HTTP(b.Addr(), "/setup/"), log)
 	return members.outcome(ctx, b.Run(ctx))
 }

@@ -78,7 +78,7 @@ type diskWatch struct {
 	lastSlow      time.Time
 	readOnlySince time.Time
 	lastHandOver  time.Time
-	peers         map[string]DiskStatus
+	peers         map[string]peerReport
 	wake          chan struct{}
 }
 
@@ -97,7 +97,7 @@ func (n *Node) PeerDisk(id string) (DiskStatus, bool) {
 	n.disk.mu.Lock()
 	defer n.disk.mu.Unlock()
 	d, ok := n.disk.peers[id]
-	return d, ok
+	return d.DiskStatus, ok
 }
 
 // diskInputs is what the state is judged from.
