@@ -6,11 +6,18 @@
 #   - the box's _masterorder._tcp announcement is seen by mDNS on the VM's
 #     network (a tap in a network namespace this script makes),
 #   - the OS: hostname masterorder-XXXX, root and boot read-only, data
-#     partition grown to the disk, journal in RAM, no swap, no failed unit
-#     (checked over SSH, switched on by masterorder-ssh.txt on the boot
-#     partition as the owner's guide says),
+#     partition grown to the disk (4 KiB blocks), the journal on the data
+#     partition within its cap, systemd running the hardware watchdog (the
+#     VM has an i6300esb), no swap, no failed unit (checked over SSH,
+#     switched on by masterorder-ssh.txt on the boot partition as the
+#     owner's guide says),
 #   - after a hard stop of the VM (a power cut) it boots to the same state:
-#     same announcement, same setup identity, data intact.
+#     same announcement, same setup identity, data intact, the journal
+#     still has the first boot, the machine ID is the same;
+#   - a box whose boot partition cannot be mounted does not serve the setup
+#     page (the unit requires the mount: no claim without the owner's code);
+#   - HANG_TEST=1 (default): the masterorder process stopped (SIGSTOP) is
+#     restarted by its unit's watchdog, and says why after the restart.
 # Prints the image sizes and the time from power-on to the setup page.
 #
 #   build/boot-test.sh [dist/masterorder-<v>-rpi-arm64.img.xz]
@@ -28,6 +35,8 @@ need=()
 for t in qemu-system-aarch64:qemu-system-arm mcopy:mtools dnsmasq:dnsmasq-base ssh:openssh-client curl:curl xz:xz-utils; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
+# virtio-net-pci's option ROM (a Recommends of qemu-system-arm).
+[ -e /usr/lib/ipxe/qemu/efi-virtio.rom ] || need+=(ipxe-qemu)
 if [ ${#need[@]} -gt 0 ]; then
   echo "== apt-get install ${need[*]}"
   apt-get update -qq >/dev/null
@@ -111,7 +120,7 @@ boot() { # boot N: power on, wait for the setup page; sets boot_seconds
     -drive file="$work/disk.img",format=raw,if=virtio,cache=writeback \
     -netdev tap,id=lan,ifname=motap0,script=no,downscript=no -device virtio-net-pci,netdev=lan,mac=52:54:00:4d:4f:21 \
     -netdev user,id=fwd,hostfwd=tcp:127.0.0.1:$http_port-:80,hostfwd=tcp:127.0.0.1:$ssh_port-:22 -device virtio-net-pci,netdev=fwd \
-    -device virtio-rng-pci -display none -monitor none -serial file:"$work/console-$n.log" &
+    -device virtio-rng-pci -device i6300esb -display none -monitor none -serial file:"$work/console-$n.log" &
   qemu_pid=$!
   echo "== boot $n: power on (qemu pid $qemu_pid), waiting up to $BOOT_TIMEOUT s for the setup page"
   while :; do
@@ -134,26 +143,48 @@ announced() { # announced N: the _masterorder._tcp announcement on the tap
 
 os_checks() { # os_checks N
   local n=$1 out
-  out=$(vssh 'hostname; findmnt -no OPTIONS /; findmnt -no OPTIONS /boot/firmware; findmnt -bno SIZE /data; \
-    swapon --show --noheadings | wc -l; ls -d /var/log/journal 2>/dev/null | wc -l; ls -d /run/log/journal | wc -l; \
-    systemctl is-active masterorder.service avahi-daemon.service; systemctl --failed --plain --no-legend | wc -l; \
-    systemctl --failed --plain --no-legend; cat /boot/firmware/cmdline.txt') || fail "boot $n: ssh to the box"
+  out=$(vssh 'echo "hostname: $(hostname)"; echo "root: $(findmnt -no OPTIONS /)"; echo "boot: $(findmnt -no OPTIONS /boot/firmware)"; \
+    echo "data: $(findmnt -bno SIZE /data)"; echo "swaps: $(swapon --show --noheadings | wc -l)"; \
+    echo "journal-mount: $(findmnt -no SOURCE /var/log/journal)"; echo "boots: $(journalctl --list-boots --no-pager -q | wc -l)"; \
+    echo "journal-size: $(du -sk /var/log/journal | cut -f1)"; \
+    echo "machine-id: $(cat /etc/machine-id) $(cat /data/machine-id)"; \
+    echo "active: $(systemctl is-active masterorder.service avahi-daemon.service systemd-timesyncd.service | tr "\n" " ")"; \
+    echo "failed: $(systemctl --failed --plain --no-legend | wc -l) $(systemctl --failed --plain --no-legend | cut -d" " -f1 | tr "\n" " ")"; \
+    echo "watchdog: $(systemctl show -p RuntimeWatchdogUSec --value) $(ls /dev/watchdog0 2>&1)"; \
+    echo "watchdog-log: $(journalctl -b -q --no-pager _PID=1 | grep -m1 -i "watchdog" | cut -c1-200)"; \
+    echo "clock: $(date -u +%FT%TZ)"; echo "clockfile: $(ls /var/lib/systemd/timesync/ 2>&1 | tr "\n" " ")"; \
+    echo "data-fs: $(tune2fs -l $(findmnt -no SOURCE /data) | grep -E "^(Block size|Journal size|Inode count|Block count):" | tr -s " " | tr "\n" ";")"; \
+    echo "cmdline: $(cat /boot/firmware/cmdline.txt)"') || fail "boot $n: ssh to the box"
   echo "$out" >"$work/os-$n.txt"
-  mapfile -t l <<<"$out"
-  [[ ${l[0]} =~ ^masterorder-[0-9a-f]{4}$ ]] || fail "hostname ${l[0]}"
-  pass "boot $n: hostname ${l[0]}"
-  [[ ${l[1]} == ro,* ]] || fail "root mounted ${l[1]}"
-  [[ ${l[2]} == ro,* ]] || fail "boot partition mounted ${l[2]}"
+  sed 's/^/   /' "$work/os-$n.txt"
+  v() { sed -n "s/^$1: //p" "$work/os-$n.txt" | head -n1; }
+  [[ $(v hostname) =~ ^masterorder-[0-9a-f]{4}$ ]] || fail "hostname $(v hostname)"
+  pass "boot $n: hostname $(v hostname)"
+  [[ $(v root) == ro,* ]] || fail "root mounted $(v root)"
+  [[ $(v boot) == ro,* ]] || fail "boot partition mounted $(v boot)"
   pass "boot $n: root and boot partitions read-only"
-  [ "${l[3]}" -gt $((2 * 1024 * 1024 * 1024)) ] || fail "data partition ${l[3]} bytes: not grown"
-  pass "boot $n: data partition grown to the disk (${l[3]} bytes)"
-  [ "${l[4]}" = 0 ] || fail "swap is on"
-  [ "${l[5]}" = 0 ] && [ "${l[6]}" = 1 ] || fail "journal not in RAM"
-  pass "boot $n: no swap, journal in /run (RAM)"
-  [ "${l[7]}" = active ] && [ "${l[8]}" = active ] || fail "masterorder ${l[7]}, avahi-daemon ${l[8]}"
-  pass "boot $n: masterorder and avahi-daemon active"
-  [ "${l[9]}" = 0 ] || fail "failed units: ${l[*]:10}"
+  [ "$(v data)" -gt $((2 * 1024 * 1024 * 1024)) ] || fail "data partition $(v data) bytes: not grown"
+  pass "boot $n: data partition grown to the disk ($(v data) bytes; $(v data-fs))"
+  [[ $(v data-fs) == *"Block size: 4096"* ]] || fail "data partition's block size: $(v data-fs)"
+  pass "boot $n: data file system has 4 KiB blocks"
+  [ "$(v swaps)" = 0 ] || fail "swap is on"
+  pass "boot $n: no swap"
+  [[ $(v journal-mount) == *"[/journal]" ]] || fail "journal not on the data partition: $(v journal-mount)"
+  [ "$(v journal-size)" -lt $((64 * 1024 + 8 * 1024)) ] || fail "journal bigger than its cap: $(v journal-size) KiB"
+  pass "boot $n: journal on the data partition ($(v journal-mount), $(v journal-size) KiB), $(v boots) boot(s) in it"
+  if [ "$n" -gt 1 ]; then
+    [ "$(v boots)" -ge "$n" ] || fail "the journal lists $(v boots) boots after boot $n"
+    pass "boot $n: the journal still has the boot before the power cut ($(v boots) boots listed)"
+    [ "$(v machine-id | cut -d' ' -f1)" = "$(sed -n 's/^machine-id: //p' "$work/os-1.txt" | cut -d' ' -f1)" ] || fail "machine ID changed: $(v machine-id)"
+    pass "boot $n: same machine ID as boot 1"
+  fi
+  [ "$(v active)" = "active active active " ] || fail "masterorder, avahi-daemon, systemd-timesyncd: $(v active)"
+  pass "boot $n: masterorder, avahi-daemon and systemd-timesyncd active"
+  [[ $(v watchdog) == "15s /dev/watchdog0" ]] || fail "hardware watchdog: $(v watchdog)"
+  pass "boot $n: systemd runs the hardware watchdog (RuntimeWatchdogSec $(v watchdog)): $(v watchdog-log)"
+  [ "$(v failed | cut -d' ' -f1)" = 0 ] || fail "failed units: $(v failed)"
   pass "boot $n: no failed unit"
+  [[ " $(v cmdline) " != *" cma="* ]] || fail "cmdline.txt has cma=: $(v cmdline)"
   vssh 'cd / && find etc/masterorder var/lib/masterorder -type f -print0 | sort -z | xargs -0 -r sha256sum' >"$work/state-$n.txt"
 }
 
