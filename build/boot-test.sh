@@ -188,6 +188,51 @@ os_checks() { # os_checks N
   vssh 'cd / && find etc/masterorder var/lib/masterorder -type f -print0 | sort -z | xargs -0 -r sha256sum' >"$work/state-$n.txt"
 }
 
+unit_prop() { sed -n "s/^$1=//p" <<<"$2" | head -n1; }
+
+hang_test() { # the masterorder process stops answering: its unit's watchdog restarts it
+  echo "== hang test: SIGSTOP the masterorder process"
+  local props pid t0 now
+  props=$(vssh 'systemctl show masterorder.service -p Type -p MainPID -p WatchdogUSec -p NRestarts') || fail "ssh: unit properties"
+  pid=$(unit_prop MainPID "$props")
+  [ "$(unit_prop Type "$props")" = notify ] && [ "$(unit_prop WatchdogUSec "$props")" != 0 ] && [ "$(unit_prop WatchdogUSec "$props")" != infinity ] ||
+    fail "masterorder.service has no watchdog (Type=$(unit_prop Type "$props"), WatchdogUSec=$(unit_prop WatchdogUSec "$props"))"
+  echo "   Type=notify, WatchdogSec=$(unit_prop WatchdogUSec "$props"), main PID $pid, restarts so far $(unit_prop NRestarts "$props")"
+  vssh "kill -STOP $pid" || fail "ssh: kill -STOP"
+  t0=$(date +%s)
+  sleep 5
+  code=$(nsx curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$http_port/" || true)
+  [ "$code" = 000 ] || fail "the stopped process still answers ($code)"
+  pass "process $pid stopped: the setup page does not answer"
+  while :; do
+    now=$(vssh 'systemctl show masterorder.service -p MainPID -p ActiveState -p NRestarts') || true
+    if [ -n "$now" ] && [ "$(unit_prop MainPID "$now")" != "$pid" ] && [ "$(unit_prop MainPID "$now")" != 0 ] && [ "$(unit_prop ActiveState "$now")" = active ]; then
+      break
+    fi
+    [ $(($(date +%s) - t0)) -lt 600 ] || fail "masterorder not restarted 600 s after SIGSTOP"
+    sleep 3
+  done
+  hang_seconds=$(($(date +%s) - t0))
+  until [ "$(nsx curl -sL -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$http_port/" || true)" = 200 ]; do
+    [ $(($(date +%s) - t0)) -lt 900 ] || fail "no setup page after the watchdog restart"
+    sleep 3
+  done
+  pass "restarted by its unit's watchdog: new PID $(unit_prop MainPID "$now"), NRestarts $(unit_prop NRestarts "$now"), setup page back $(($(date +%s) - t0)) s after SIGSTOP"
+  vssh 'journalctl -b -q --no-pager -o short-monotonic -u masterorder.service | grep -iE "watchdog|stopped|restart|last run" | tail -n 8' >"$work/hang-journal.txt" || true
+  sed 's/^/   journal: /' "$work/hang-journal.txt"
+  grep -q 'Watchdog timeout' "$work/hang-journal.txt" || fail "no 'Watchdog timeout' from systemd in the unit's journal"
+  pass "systemd logged the watchdog timeout"
+  hang_reason
+}
+
+hang_reason() { # after the restart the box says why it restarted
+  local out
+  out=$(vssh 'journalctl -b -q --no-pager -o cat -u masterorder.service | grep -E "last run (did not end|ended)" | tail -n 1') || true
+  echo "   reason in the journal: ${out:-none}"
+  [[ $out == *reason=watchdog* ]] || fail "after the restart the box does not say it was its watchdog"
+  pass "after the restart the box says why: $out"
+}
+
 boot 1
 first_boot=$boot_seconds
 announced 1
@@ -212,7 +257,35 @@ pass "same announcement after the power cut"
 cmp -s "$work/state-1.txt" "$work/state-2.txt" || { diff "$work/state-1.txt" "$work/state-2.txt" || true; fail "the box's files changed across the power cut"; }
 pass "same setup identity and files after the power cut"
 
+echo "== a boot partition that cannot be mounted"
+# As if the card's boot partition did not mount (a damaged FAT, a device
+# that never showed up): its mount unit masked for this boot only. The unit
+# requires the mount, so the box must stop, serve nothing and take no claim,
+# instead of reading "no setup code" from the empty /boot/firmware.
+out=$(vssh 'systemctl stop boot-firmware.mount; systemctl mask --runtime --quiet boot-firmware.mount; systemctl daemon-reload; \
+  echo "masterorder: $(systemctl is-active masterorder.service)"; \
+  systemctl start masterorder.service 2>&1 | head -n1; echo "after start: $(systemctl is-active masterorder.service)"; \
+  echo "boot mounted: $(findmnt -n /boot/firmware >/dev/null && echo yes || echo no)"') || fail "ssh: boot partition test"
+echo "$out" | sed 's/^/   /'
+grep -qx 'masterorder: inactive' <<<"$out" && grep -qx 'after start: inactive' <<<"$out" && grep -qx 'boot mounted: no' <<<"$out" ||
+  fail "masterorder ran without the boot partition"
+code=$(nsx curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$http_port/" || true)
+[ "$code" = 000 ] || fail "the setup page answers ($code) without the boot partition"
+pass "without its boot partition the box does not start (no setup page, no claim)"
+vssh 'systemctl unmask --runtime --quiet boot-firmware.mount; systemctl daemon-reload; systemctl start masterorder.service' || fail "ssh: restore the boot partition"
+t0=$(date +%s)
+until [ "$(nsx curl -sL -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$http_port/" || true)" = 200 ]; do
+  [ $(($(date +%s) - t0)) -lt 300 ] || fail "no setup page after the boot partition came back"
+  sleep 3
+done
+pass "boot partition mounted again: setup page back after $(($(date +%s) - t0)) s"
+
+if [ "${HANG_TEST:-1}" = 1 ]; then
+  hang_test
+fi
+
 echo
 echo "image: $compressed bytes compressed ($(( compressed / 1024 / 1024 )) MiB), $uncompressed bytes uncompressed ($(( uncompressed / 1024 / 1024 )) MiB)"
 echo "power-on to setup page under qemu TCG (-smp 2, cortex-a72): first boot $first_boot s, after the power cut $second_boot s"
+[ -n "${hang_seconds:-}" ] && echo "hang test: SIGSTOP to restarted process ${hang_seconds} s"
 echo "boot-test: $passed passed, 0 failed"
