@@ -91,13 +91,17 @@ mcopy -n -i "$fat" "::/$initrd" "$work/initrd"
 mcopy -n -i "$fat" ::/cmdline.txt "$work/cmdline.txt"
 echo "   kernel $kernel, initramfs $initrd (from the image's boot partition)"
 
-# Blocks of the Pi 4 that QEMU's raspi4b does not model. QEMU itself
-# already disables pcie, rng200, thermal and genet in the tree it is given.
-# brcm,l2-intc: the second-level interrupt controllers (AON and the HDMI
-# blocks): reading them is a synchronous external abort, the kernel panics.
-# The HDMI, the video encoder and the firmware's clock/KMS users hang off
-# them: disabled with them.
-disable4="brcm,l2-intc brcm,bcm7271-l2-intc brcm,bcm2711-hdmi0 brcm,bcm2711-hdmi1 brcm,bcm2711-vec brcm,bcm2711-pixelvalve0 brcm,bcm2711-pixelvalve1 brcm,bcm2711-pixelvalve2 brcm,bcm2711-pixelvalve3 brcm,bcm2711-pixelvalve4 brcm,bcm2711-hvs brcm,bcm2711-vc5 brcm,bcm2711-txp"
+# Blocks of the Pi 4 that QEMU's raspi4b does not model (QEMU itself already
+# disables pcie, rng200, thermal and genet in the tree it is given). Reading
+# their registers is a synchronous external abort and the kernel panics:
+#   brcm,l2-intc, brcm,bcm7271-l2-intc  the second-level interrupt
+#                                       controllers (AON, HDMI)
+#   brcm,bcm2711-hdmi-i2c              the HDMI ports' DDC I2C
+#   brcm,brcm2711-dvp                  the HDMI clock/reset block (its gate
+#                                       is read when unused clocks are cut)
+# and what hangs off them, the display pipeline: the two HDMI blocks, the
+# video encoder, the pixel valves, the HVS, the VC5 and its writeback.
+disable4="brcm,l2-intc brcm,bcm7271-l2-intc brcm,bcm2711-hdmi-i2c brcm,brcm2711-dvp brcm,bcm2711-hdmi0 brcm,bcm2711-hdmi1 brcm,bcm2711-vec brcm,bcm2711-pixelvalve0 brcm,bcm2711-pixelvalve1 brcm,bcm2711-pixelvalve2 brcm,bcm2711-pixelvalve3 brcm,bcm2711-pixelvalve4 brcm,bcm2711-hvs brcm,bcm2711-vc5 brcm,bcm2711-txp"
 
 disable_compatible() { # disable_compatible DTB COMPAT...: prints what it disabled
   local dtb=$1 c p
