@@ -16,7 +16,7 @@ func TestHelpNamesEveryFlag(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("help: exit %d", code)
 	}
-	for _, cmd := range [][]string{{"demo"}, {"run"}, {"init"}, {"status"}, {"backup"}, {"restore"}, {"rotate-secrets"}} {
+	for _, cmd := range [][]string{{"demo"}, {"run"}, {"init"}, {"status"}, {"backup"}, {"restore"}, {"rotate-secrets"}, {"stopped"}} {
 		checkFlagsNamed(t, cmd, commandLines(help, cmd[0]))
 	}
 	// members: its own usage, printed by `masterorder members -h`.

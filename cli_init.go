@@ -288,10 +288,32 @@ After=network-online.target
 StartLimitIntervalSec=0
 
 [Service]
-Type=simple
+# notify: the process says READY=1 once its HTTP answers (setup page or
+# member), and feeds the watchdog every 10 s after a local GET /healthz
+# (node/watchdog). A stopped, deadlocked or wedged process stops feeding
+# and is aborted and restarted 30 s later. 30 s: a Pi 3B+ at a lunch peak
+# answers that request in well under a second even through a GC pause or
+# an SD card's fsync stall, so two checks may fail before systemd acts;
+# shorter gains little, since the other two boxes take the orders
+# (a new leader within about 2 s) while this one restarts.
+Type=notify
+WatchdogSec=30s
+# A member's start waits for a peer's snapshot when it has no usable one
+# of its own; past this it is restarted and asks again.
+TimeoutStartSec=5min
+# A watchdog abort (SIGABRT) or a panic dumps every goroutine to the
+# journal and ends the process by the signal: Go's own exit status for
+# both is 2, which RestartPreventExitStatus below would take for a bad
+# config and never restart.
+Environment=GOTRACEBACK=crash
 User=%[5]s
 Group=%[5]s
 ExecStart=%[2]s run --config %[3]s/%[1]s.toml
+# After every end of the process (a stop, the watchdog, a crash) its
+# result ($SERVICE_RESULT, $EXIT_CODE, $EXIT_STATUS) is recorded in the
+# state dir: the console's Boxes page tells why the box last restarted.
+# "-": a failure here never fails the unit.
+ExecStopPost=-%[2]s stopped --config %[3]s/%[1]s.toml
 StateDirectory=masterorder
 StateDirectoryMode=0750
 WorkingDirectory=%[4]s

@@ -73,6 +73,7 @@ func TestInitUnitMatchesPackagedUnit(t *testing.T) {
 		},
 		"Service": {
 			"ExecStart":        {boxBinary + " run --config " + boxEtc + "/a.toml"},
+			"ExecStopPost":     {"-" + boxBinary + " stopped --config " + boxEtc + "/a.toml"},
 			"SyslogIdentifier": {"masterorder-a"},
 			// Only setup mode writes /etc/masterorder and the LED; a
 			// node run with --config never enters it (writeSystemdUnit).
@@ -108,6 +109,10 @@ func TestInitUnitMatchesPackagedUnit(t *testing.T) {
 	pkgExec, genExec := strings.Fields(strings.Join(pkg["Service"]["ExecStart"], "")), strings.Fields(boxBinary+" run --config x")
 	if len(pkgExec) == 0 || filepath.Base(pkgExec[0]) != filepath.Base(genExec[0]) || !slices.Equal(pkgExec[1:], genExec[1:len(genExec)-2]) {
 		t.Errorf("the packaged ExecStart %q is no longer init's %q without --config", pkgExec, genExec)
+	}
+	// Both record how the run ended, with the binary that ran it.
+	if want := "-" + pkgExec[0] + " stopped"; !slices.Equal(pkg["Service"]["ExecStopPost"], []string{want}) {
+		t.Errorf("the packaged ExecStopPost is %q, want %q", pkg["Service"]["ExecStopPost"], want)
 	}
 
 	t.Run("systemd-analyze verify", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/lanname"
+	"masterorder/node/watchdog"
 	"masterorder/orders"
 	"masterorder/setup"
 )
@@ -81,17 +82,30 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	start := setupStart(log)
+	// systemd hears READY=1 once the setup page answers, and its watchdog
+	// is fed while it does, then while the member's HTTP does.
+	var dog *watchdog.Dog
 	onMember := func(ctx context.Context, path string, routes func(*echo.Echo)) (func(), error) {
 		if setupName != nil {
 			setupName.Close()
 		}
-		return start(ctx, path, routes)
+		stop, err := start(ctx, path, routes)
+		if err == nil {
+			if cfg, err := orders.LoadConfig(path); err == nil {
+				dog.Watch(watchdog.HTTP(cfg.HTTPAddr, "/healthz"))
+			}
+		}
+		return stop, err
 	}
 	b, err := setup.New(setup.Options{Layout: box, Listen: *listen, HTTPSPort: *httpsPort, RaftPort: *raftPort, Window: *window,
 		WindowFromStart: *fromStart, Version: version, Probe: peers, MDNS: *mdns, Logger: log, Start: onMember})
 	if err != nil {
 		return err
 	}
+	if err := b.Listen(); err != nil {
+		return err
+	}
+	dog = watchdog.Start(ctx, watchdog.HTTP(b.Addr(), "/setup/"), log)
 	return b.Run(ctx)
 }
 
@@ -116,6 +130,8 @@ func runMember(ctx context.Context, path, tlsDir string, w *setup.Wizard) error 
 		return err
 	}
 	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version, "memory_limit_mib", memLimit>>20)
+	// READY=1 to systemd, and its watchdog fed while /healthz answers.
+	watchdog.Start(ctx, watchdog.HTTP(cfg.HTTPAddr, "/healthz"), log)
 	select {
 	case <-ctx.Done():
 	case err := <-n.Fatal():

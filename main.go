@@ -34,6 +34,7 @@ usage:
         [--probe HOST:PORT,...] [--mdns=true]
   masterorder demo --setup [--listen 127.0.0.1:8080] [--data-dir DIR]   (three unconfigured boxes: walk the setup wizard)
   masterorder reset --yes [--etc-dir DIR] [--state-dir DIR]   (factory reset, on the box: setup mode next time)
+  masterorder stopped [--config node.toml] [--etc-dir DIR] [--state-dir DIR]   (the unit's ExecStopPost: records how the run ended)
   masterorder init --shop-id ID --nodes a=HOST:HTTPPORT:RAFTPORT[:HTTPSPORT],... --out DIR
         [--staff-password PW] [--kitchen-password PW] [--public-url URL]
         [--plain-http] [--force] [--systemd]
@@ -81,6 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRestore(rest, stdout, stderr)
 	case "reset":
 		err = cmdReset(rest, stdout, stderr)
+	case "stopped":
+		err = cmdStopped(rest, stderr)
 	case "rotate-secrets":
 		err = cmdRotateSecrets(rest, stdout, stderr)
 	case "version":

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"masterorder/node/restart"
 	"masterorder/raftfsm"
 )
 
@@ -124,7 +125,7 @@ type diskWatch struct {
 	lastSlow      time.Time
 	readOnlySince time.Time
 	lastHandOver  time.Time
-	peers         map[string]DiskStatus
+	peers         map[string]peerReport
 	wake          chan struct{}
 }
 
@@ -143,7 +144,7 @@ func (n *Node) PeerDisk(id string) (DiskStatus, bool) {
 	n.disk.mu.Lock()
 	defer n.disk.mu.Unlock()
 	d, ok := n.disk.peers[id]
-	return d, ok
+	return d.DiskStatus, ok
 }
 
 // statDisk reads free and total bytes and the read-only flag of dir's
@@ -422,11 +423,19 @@ func (s fsmSource) LatestSnapshot() (uint64, io.ReadCloser, error) {
 	return meta.Index, rc, nil
 }
 
-// serveDisk is GET /internal/disk: this box's card for the others'
-// status.
+// peerReport is what GET /internal/disk answers: a box's card and why it
+// last started (lastrestart.go), for the others' status. A box of an
+// older version answers only the card.
+type peerReport struct {
+	DiskStatus
+	LastRestart *restart.Record `json:"lastRestart,omitempty"`
+}
+
+// serveDisk is GET /internal/disk: this box's card and last restart for
+// the others' status.
 func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(n.Disk())
+	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart()})
 }
 
 // peerDiskEvery: how often each member's card is asked for.
@@ -468,13 +477,13 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
 		return
 	}
 	defer resp.Body.Close()
-	var s DiskStatus
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&s) != nil || s.State == "" {
+	var s peerReport
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 8192)).Decode(&s) != nil || s.State == "" {
 		return
 	}
 	n.disk.mu.Lock()
 	if n.disk.peers == nil {
-		n.disk.peers = map[string]DiskStatus{}
+		n.disk.peers = map[string]peerReport{}
 	}
 	n.disk.peers[id] = s
 	n.disk.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 
 	"masterorder/api"
 	"masterorder/httpapi"
+	"masterorder/node/restart"
 	"masterorder/raftfsm"
 )
 
@@ -318,6 +319,9 @@ type MemberStatus struct {
 	DownSince string `json:"downSince,omitempty"`
 	// Disk is the member's card as it last reported it (absent: never).
 	Disk *DiskStatus `json:"disk,omitempty"`
+	// LastRestart is why the member last started, as it last reported it
+	// (absent: never, or its first start).
+	LastRestart *restart.Record `json:"lastRestart,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -384,6 +388,7 @@ func (n *Node) Status() Status {
 			if d, ok := n.PeerDisk(id); ok && d.State != "" {
 				m.Disk = &d
 			}
+			m.LastRestart = n.PeerRestart(id)
 			s.Nodes = append(s.Nodes, m)
 		}
 	}

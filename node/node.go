@@ -25,6 +25,7 @@ import (
 	"masterorder/kv"
 	"masterorder/node/lanname"
 	"masterorder/node/pki"
+	"masterorder/node/restart"
 	"masterorder/node/tlsnet"
 	"masterorder/raftfsm"
 )
@@ -100,8 +101,13 @@ type Node struct {
 	leaderRounds readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
 	remoteRounds readRounds
 
-	disk  diskWatch  // this box's card (disk.go)
-	fatal chan error // the box cannot go on in place (Fatal)
+	disk   diskWatch  // this box's card (disk.go)
+	fatal  chan error // the box cannot go on in place (Fatal)
+	failed atomic.Pointer[error]
+
+	raftLogs    peerLogThrottle // Raft's lines about one peer (raftlog.go)
+	lastRestart *restart.Record // why this run started (lastrestart.go)
+	run         restart.Run
 
 	extrasMu   sync.Mutex
 	statusFns  []func(*Status)
@@ -201,6 +207,7 @@ func (n *Node) Start() error { return n.StartContext(context.Background()) }
 // box has none usable (rebuild.go), e.g. on SIGTERM.
 func (n *Node) StartContext(ctx context.Context) error {
 	n.started = time.Now()
+	n.beginRun()
 	n.refreshDisk(n.started)
 	if err := n.startRaft(ctx); err != nil {
 		n.Stop()
@@ -521,6 +528,7 @@ func (n *Node) Stop() {
 			n.logStore.Close()
 		}
 		n.fsm.Close()
+		n.endRun()
 	})
 }
 
@@ -531,6 +539,7 @@ func (n *Node) Fatal() <-chan error { return n.fatal }
 
 func (n *Node) fail(err error) {
 	n.log.Error("cannot go on in place", "error", err)
+	n.failed.Store(&err)
 	select {
 	case n.fatal <- err:
 	default:
@@ -540,17 +549,18 @@ func (n *Node) fail(err error) {
 // Done is closed when the node is stopping.
 func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 
-// hclog adapts Raft's logger to slog, keeping Raft's chatter at warn+.
+// hclog adapts Raft's logger to slog, keeping Raft's chatter at warn+ and
+// its lines about one peer to one a minute (raftlog.go).
 func (n *Node) hclog(name string) hclog.Logger {
 	level := hclog.Warn
 	if n.cfg.Log.Level == "debug" {
 		level = hclog.Debug
 	}
-	return hclog.New(&hclog.LoggerOptions{
+	return throttledLogger{hclog.New(&hclog.LoggerOptions{
 		Name:   n.cfg.NodeID + "." + name,
 		Level:  level,
 		Output: slogWriter{n.log.With("component", name)},
-	})
+	}), &n.raftLogs}
 }
 
 type slogWriter struct{ l *slog.Logger }

@@ -112,12 +112,20 @@ func initProcCluster(t *testing.T) *procCluster {
 // group, its output appended to DIR/id.log.
 func (pc *procCluster) start(id string) {
 	pc.t.Helper()
+	pc.startEnv(id, nil)
+}
+
+// startEnv is start with more environment (a unit's NOTIFY_SOCKET,
+// INVOCATION_ID).
+func (pc *procCluster) startEnv(id string, env []string) {
+	pc.t.Helper()
 	logf, err := os.OpenFile(filepath.Join(pc.dir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
 	cmd := exec.Command(pc.bin, "run", "--config", filepath.Join(pc.dir, id+".toml"))
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()

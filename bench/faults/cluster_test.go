@@ -94,6 +94,9 @@ type clusterOpts struct {
 	ext4 string
 	// disk sets [disk] (TOML keys → values).
 	disk map[string]any
+	// cpuPercent caps each node's process to this share of one core
+	// (cpulimit_test.go: a box at a Raspberry Pi's speed; root only).
+	cpuPercent int
 }
 
 // proc is one node: its config and its current process.
@@ -109,6 +112,8 @@ type proc struct {
 	fs *powercut.FS
 	// image is the ext4 image loop-mounted on dataDir ("" without one).
 	image string
+	// cpu caps the node's processes (nil without clusterOpts.cpuPercent).
+	cpu *cpuGroup
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -201,6 +206,12 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 			mountExt4(t, p.image, p.dataDir, o.ext4)
 		}
 	}
+	if o.cpuPercent > 0 {
+		// Made before killAll is registered: removed after the kill.
+		for _, id := range c.ids {
+			c.nodes[id].cpu = newCPUGroup(t, fmt.Sprintf("masterorder-faults-%d-%s", os.Getpid(), id), o.cpuPercent)
+		}
+	}
 	t.Cleanup(c.keepLogsOnFailure)
 	t.Cleanup(c.killAll)
 	for _, id := range c.ids {
@@ -281,6 +292,12 @@ func (c *cluster) start(id string) {
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		c.t.Fatalf("start %s: %v", id, err)
+	}
+	if p.cpu != nil {
+		// From its first moments on: a Pi is slow at start too.
+		if err := p.cpu.add(cmd.Process.Pid); err != nil {
+			c.t.Errorf("cpu quota for %s: %v", id, err)
+		}
 	}
 	done := make(chan struct{})
 	go func() {

@@ -106,6 +106,12 @@ func (c *cluster) probeOrder(ctx context.Context, node string, s probeSession) b
 }
 
 func measureFailover(t *testing.T, c *cluster) {
+	measureFailoverBy(t, c, "SIGKILL", 5, c.kill)
+}
+
+// measureFailoverBy is measureFailover with the leader ended by cut (a
+// SIGKILL, a power cut), runs times; it returns the times in ms.
+func measureFailoverBy(t *testing.T, c *cluster, how string, runs int, cut func(id string)) []float64 {
 	c.t = t
 	c.staff(http.MethodPut, "/api/staff/menu/probe", map[string]any{"name": "プローブ", "nameEn": "Probe", "category": "sides",
 		"price": 100, "available": true, "toppings": []any{}}, nil)
@@ -121,7 +127,7 @@ func measureFailover(t *testing.T, c *cluster) {
 	}
 	c.waitConverged(30 * time.Second)
 	var ms []float64
-	for run := range 5 {
+	for run := range runs {
 		c.waitConverged(60 * time.Second)
 		time.Sleep(1500 * time.Millisecond) // every probe session's burst window is over
 		l := c.waitLeader(10 * time.Second)
@@ -129,7 +135,7 @@ func measureFailover(t *testing.T, c *cluster) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		first := make(chan time.Time, 2)
 		t0 := time.Now()
-		c.kill(l)
+		cut(l)
 		var wg sync.WaitGroup
 		for gi, node := range survivors {
 			wg.Go(func() {
@@ -155,13 +161,15 @@ func measureFailover(t *testing.T, c *cluster) {
 		cancel()
 		wg.Wait()
 		ms = append(ms, float64(took.Microseconds())/1000)
-		t.Logf("failover run %d: leader %s SIGKILLed → first acknowledged guest order through a survivor after %.0f ms", run+1, l, ms[len(ms)-1])
+		t.Logf("failover run %d: leader %s ended by %s → first acknowledged guest order through a survivor after %.0f ms", run+1, l, how, ms[len(ms)-1])
 		c.start(l)
 	}
 	sorted := slices.Clone(ms)
 	slices.Sort(sorted)
-	t.Logf("FIGURE failover (leader SIGKILL → first acknowledged guest order through a survivor): median %.0f ms over 5 runs %v; load average %s", sorted[2], ms, loadavg())
+	t.Logf("FIGURE failover (leader %s → first acknowledged guest order through a survivor): median %.0f ms over %d runs %v; load average %s",
+		how, sorted[len(sorted)/2], runs, ms, loadavg())
 	c.waitConverged(60 * time.Second)
+	return ms
 }
 
 // sampleRSS reads VmRSS of every node each 500 ms until stop is closed and

@@ -3,7 +3,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 
-import { healthOf, bannerLines, BANNER_AFTER_MS, HEALTH_STRINGS } from '../static/assets/health.js';
+import { healthOf, bannerLines, restartWords, restartDetails, BANNER_AFTER_MS, HEALTH_STRINGS } from '../static/assets/health.js';
 
 const t = (k, v) => HEALTH_STRINGS.en[k].replace(/\{(\w+)\}/g, (_, n) => String(v[n]));
 const now = Date.parse('2026-12-03T10:50:00Z');
@@ -62,4 +62,32 @@ test('no leader: no quorum', () => {
   const h = healthOf(status([{ id: 'a' }, { id: 'b', reachable: false }, { id: 'c', reachable: false }], { leader: null, stale: true }), now);
   assert.equal(h.quorum, false);
   assert.equal(h.working, 1);
+});
+
+test('last restarts: words per reason in both languages, a warning for a day unless it was a clean stop, systemd under details', () => {
+  const at = new Date(now - 60 * 60 * 1000).toISOString();
+  const old = new Date(now - 3 * 24 * 60 * 60 * 1000).toISOString();
+  const h = healthOf(
+    status([
+      { id: 'a', reachable: true },
+      { id: 'b', reachable: true, lastRestart: { reason: 'watchdog', at, rebooted: false, serviceResult: 'watchdog', exitCode: 'killed', exitStatus: 'KILL' } },
+      { id: 'c', reachable: true, lastRestart: { reason: 'stop', at, rebooted: false } },
+      { id: 'd', reachable: true, lastRestart: { reason: 'power', at: old, rebooted: true } },
+      { id: 'e', reachable: true, lastRestart: { reason: 'something-new', at, rebooted: false } },
+    ]),
+    now,
+  );
+  assert.equal(h.boxes[0].restart, null);
+  assert.deepEqual(h.boxes.slice(1).map((b) => b.restart.reason + ':' + b.restart.warn), ['watchdog:true', 'stop:false', 'power:false', 'unknown:true']);
+  assert.match(restartWords(t, h.boxes[1], now, 'en'), /^Restarted itself at \d\d:\d\d after it stopped answering$/);
+  assert.match(restartWords(t, h.boxes[3], now, 'en'), /^Started at \d+\/\d+ \d\d:\d\d after the power was cut or the box froze$/);
+  const ja = (k, v) => HEALTH_STRINGS.ja[k].replace(/\{(\w+)\}/g, (_, n) => String(v[n]));
+  assert.match(restartWords(ja, h.boxes[1], now, 'ja'), /^\d\d:\d\d に自動で再起動しました（応答しなくなったため）$/);
+  assert.equal(restartDetails(h.boxes[1].restart.raw), 'watchdog; watchdog killed KILL');
+  assert.equal(restartDetails(h.boxes[3].restart.raw), 'power; rebooted');
+  for (const lang of ['ja', 'en']) {
+    for (const r of ['stop', 'watchdog', 'crash', 'error', 'killed', 'oom', 'timeout', 'power', 'unknown']) {
+      assert.ok(HEALTH_STRINGS[lang]['health.restart.' + r].includes('{time}'), lang + ' ' + r);
+    }
+  }
 });

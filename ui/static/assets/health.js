@@ -5,9 +5,10 @@
 // (downSince), and how its memory card is (disk, as that box last
 // reported it). healthOf turns that into what an owner needs: how many
 // boxes work, which one is silent and since when, which card is in
-// trouble. The console's cluster page and the banners of the console and
-// the kitchen both read it; Raft figures stay on the cluster page under
-// "details".
+// trouble, and why each box last started (lastRestart: a clean restart,
+// its watchdog, a crash, a power cut). The console's cluster page and the
+// banners of the console and the kitchen both read it; Raft figures and
+// systemd's words stay on the cluster page under "details".
 
 // A box silent this long puts a banner on the console and the kitchen: a
 // reboot or an unplugged cable for a minute is not worth a banner.
@@ -20,6 +21,12 @@ const DISK_TROUBLE = ['low', 'full', 'readonly', 'slow'];
 // A box whose card is full or read-only has paused: it does not count as
 // working even though it answers.
 const DISK_PAUSED = ['full', 'readonly'];
+
+// Why a box last started (lastRestart.reason); anything else reads as
+// unknown. A restart other than a clean one is shown as a warning for a
+// day.
+const RESTART_REASONS = ['stop', 'watchdog', 'crash', 'error', 'killed', 'oom', 'timeout', 'power', 'unknown'];
+const RESTART_WARN_MS = 24 * 60 * 60 * 1000;
 
 export const HEALTH_STRINGS = {
   ja: {
@@ -70,6 +77,16 @@ export const HEALTH_STRINGS = {
     'health.join.ready': '端末 {id} の準備ができました。すべての注文を持っています。',
     'health.join.working': '新しい端末 {code} を準備しています…',
     'health.join.failed': '追加できませんでした: {message}',
+    'health.restart.stop': '{time} に再起動しました（停止・再起動・更新の操作による通常の再起動）',
+    'health.restart.watchdog': '{time} に自動で再起動しました（応答しなくなったため）',
+    'health.restart.crash': '{time} に自動で再起動しました（プログラムが異常終了したため）',
+    'health.restart.error': '{time} に自動で再起動しました（エラーで止まったため）',
+    'health.restart.killed': '{time} に再起動しました（外から強制終了されたため）',
+    'health.restart.oom': '{time} に自動で再起動しました（メモリーが足りなくなったため）',
+    'health.restart.timeout': '{time} に自動で再起動しました（起動か停止が終わらなかったため）',
+    'health.restart.power': '{time} に起動しました（電源が切れたか、端末が固まっていたため）',
+    'health.restart.unknown': '{time} に再起動しました（理由はわかりません）',
+    'health.restart.column': '最後の起動',
   },
   en: {
     'health.summary': '{n} of {total} boxes working',
@@ -119,6 +136,16 @@ export const HEALTH_STRINGS = {
     'health.join.ready': 'Box {id} is ready: it holds every order.',
     'health.join.working': 'Preparing the new box {code}…',
     'health.join.failed': 'Could not add it: {message}',
+    'health.restart.stop': 'Restarted at {time} (a normal stop, restart or update)',
+    'health.restart.watchdog': 'Restarted itself at {time} after it stopped answering',
+    'health.restart.crash': 'Restarted itself at {time} after the program failed',
+    'health.restart.error': 'Restarted itself at {time} after it stopped on an error',
+    'health.restart.killed': 'Restarted at {time} after it was stopped from outside',
+    'health.restart.oom': 'Restarted itself at {time} after it ran out of memory',
+    'health.restart.timeout': 'Restarted itself at {time} after it got stuck starting or stopping',
+    'health.restart.power': 'Started at {time} after the power was cut or the box froze',
+    'health.restart.unknown': 'Restarted at {time} (the reason is not known)',
+    'health.restart.column': 'Last start',
   },
 };
 
@@ -138,7 +165,8 @@ function parseTime(iso) {
 
 // healthOf reads a staff status at browser time now (ms). Each box:
 // {id, self, leader, reachable, working, downSince (Date|null), downForMs,
-// disk ({state, freeBytes, totalBytes}|null)}. A box that has been silent
+// disk ({state, freeBytes, totalBytes}|null), restart ({reason, at (Date),
+// warn, raw}|null: why it last started)}. A box that has been silent
 // for longer than BANNER_AFTER_MS is in `banner`, as is every card in
 // trouble.
 export function healthOf(st, now) {
@@ -162,6 +190,7 @@ export function healthOf(st, now) {
       // until the status says when).
       downForMs: since && !st.clockSuspect ? Math.max(0, now - since.getTime()) : null,
       disk: disk && DISK_TROUBLE.includes(disk.state) ? disk : null,
+      restart: restartOf(n.lastRestart, now),
     });
   }
   const voters = boxes.filter((b) => b.voter).length;
@@ -175,6 +204,30 @@ export function healthOf(st, now) {
     clockSuspect: !!(st && st.clockSuspect),
     banner: boxes.filter((b) => (!b.reachable && b.downForMs != null && b.downForMs > BANNER_AFTER_MS) || b.disk),
   };
+}
+
+// restartOf reads a member's lastRestart; null when it has none (its first
+// start) or no readable time.
+function restartOf(r, now) {
+  const at = r ? parseTime(r.at) : null;
+  if (!at) return null;
+  const reason = RESTART_REASONS.includes(r.reason) ? r.reason : 'unknown';
+  return { reason, at, warn: reason !== 'stop' && now - at.getTime() < RESTART_WARN_MS, raw: r };
+}
+
+// restartWords: "Restarted itself at 14:02 after it stopped answering".
+export function restartWords(t, box, now, lang) {
+  return t('health.restart.' + box.restart.reason, { time: sinceWords(box.restart.at, now, lang) });
+}
+
+// restartDetails: systemd's words for technicians ("watchdog, killed
+// KILL; rebooted").
+export function restartDetails(r) {
+  const parts = [r.reason];
+  if (r.serviceResult) parts.push([r.serviceResult, r.exitCode, r.exitStatus].filter(Boolean).join(' '));
+  if (r.rebooted) parts.push('rebooted');
+  if (r.detail) parts.push(r.detail);
+  return parts.join('; ');
 }
 
 // sinceWords: "10:42" today, "12/2 10:42" on another day (browser's

@@ -2,7 +2,7 @@
 // cluster page.
 
 import { nodeBase, fetchWithTimeout } from '/assets/cluster.js';
-import { healthOf, downWords, diskWords, sinceWords } from '/assets/health.js';
+import { healthOf, downWords, diskWords, sinceWords, restartWords, restartDetails } from '/assets/health.js';
 import { $, h, clear, show, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
 
 function yesNo(T, v) {
@@ -223,6 +223,7 @@ export function createClusterPage({ api, T, onStatus }) {
           h('td', { class: v ? 'state-' + v.state : '', text: v ? v.state : '' }),
           h('td', { class: 'num', text: v ? String(v.term) : '' }),
           h('td', { class: 'num', text: v ? String(v.appliedIndex) : '' }),
+          h('td', { class: 'small-text', text: n.lastRestart ? dateTimeOf(n.lastRestart.at) + ' — ' + restartDetails(n.lastRestart) : '' }),
         ),
       );
     }
@@ -266,6 +267,9 @@ export function createClusterPage({ api, T, onStatus }) {
           h('strong', { text: T.t('health.box', { id: b.id }) }),
           ' — ' + state,
           b.self ? h('span', { class: 'muted small-text', text: ' (' + T.t('health.this') + ')' }) : null,
+          b.restart
+            ? h('div', { class: ['small-text', b.restart.warn ? 'health-warn' : 'muted'], dataset: { restart: b.restart.reason } }, restartWords(T.t, b, now, lang))
+            : null,
         ),
       );
     }
