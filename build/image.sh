@@ -138,7 +138,7 @@ echo "   boot partition: $(ls "$bootdir" | tr '\n' ' ')"
 mib=$((1024 * 1024))
 boot_mib=256
 root_mib=$(( $(du -s --block-size=1M "$rootdir" | cut -f1) * 5 / 4 + 160 ))
-data_mib=128
+data_mib=256
 img="$work/masterorder.img"
 total_mib=$((1 + boot_mib + root_mib + data_mib))
 truncate -s $((total_mib * mib)) "$img"
@@ -153,7 +153,7 @@ export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
 mkfs.vfat -F 32 -n RASPIFIRM -i 4d4f4f52 -C "$work/boot.fat" $((boot_mib * 1024)) >/dev/null
 mcopy -s -p -m -i "$work/boot.fat" "$bootdir"/* ::/
 mke2fs -q -t ext4 -L RASPIROOT -U clear -E root_owner=0:0 -d "$rootdir" "$work/root.ext4" "${root_mib}M"
-# The data partition is made for the size it grows to, not the 128 MiB it
+# The data partition is made for the size it grows to, not the 256 MiB it
 # has in the image: mke2fs would pick the "small" type (1 KiB blocks, an
 # inode per 4 KiB, a 4 MiB journal) and resize2fs keeps all three. So the
 # "default" type's 4 KiB blocks and inode per 16 KiB, a 64 MiB journal
