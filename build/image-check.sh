@@ -1,7 +1,7 @@
 #!/bin/bash
 # Checks a built SD-card image for every supported Raspberry Pi model, by
-# reading the image itself (its partitions mounted read-only through a loop
-# device), not the build's inputs:
+# reading the image itself (the root partition mounted read-only through a
+# loop device, the boot partition read with mtools), not the build's inputs:
 #   - the device tree the board's firmware loads is on the boot partition;
 #   - config.txt has the model's section (and its device_tree= line), the
 #     kernel= and initramfs files it names are there, cmdline.txt has the
@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 
 [ "$(id -u)" = 0 ] || { echo "image-check.sh: run as root (loop devices)" >&2; exit 1; }
 need=()
-for t in fdtget:device-tree-compiler dtc:device-tree-compiler modinfo:kmod sfdisk:fdisk xz:xz-utils zstd:zstd cpio:cpio jq:jq; do
+for t in mcopy:mtools fdtget:device-tree-compiler dtc:device-tree-compiler modinfo:kmod sfdisk:fdisk xz:xz-utils zstd:zstd cpio:cpio jq:jq; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -40,7 +40,6 @@ boot="$work/boot"
 root="$work/root"
 mkdir -p "$boot" "$root"
 cleanup() {
-  umount "$boot" 2>/dev/null || true
   umount "$root" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -55,12 +54,14 @@ failed=0
 ok() { echo "ok:   $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 
-# Partitions 1 (boot, FAT) and 2 (root, ext4), read-only; ext4 without
-# replaying its journal (noload), so the image is not written.
+# Partitions 1 (boot, FAT: copied out) and 2 (root, ext4: mounted
+# read-only without replaying its journal, noload), so the image is not
+# written.
 parts=$(sfdisk -J "$disk")
 part_start() { jq -r ".partitiontable.partitions[$1].start" <<<"$parts"; }
 part_size() { jq -r ".partitiontable.partitions[$1].size" <<<"$parts"; }
-mount -o ro,loop,offset=$(($(part_start 0) * 512)),sizelimit=$(($(part_size 0) * 512)) -t vfat "$disk" "$boot"
+# The FAT partition is read with mtools (no vfat module needed on this machine).
+mcopy -s -n -m -i "$disk@@$(($(part_start 0) * 512))" '::/*' "$boot/"
 mount -o ro,noload,loop,offset=$(($(part_start 1) * 512)),sizelimit=$(($(part_size 1) * 512)) -t ext4 "$disk" "$root"
 
 kernel=$(sed -n 's/^kernel=//p' "$boot/config.txt" | head -n1)
@@ -86,6 +87,7 @@ echo "   initramfs: $(wc -l <"$work/initrd.list") files"
 
 # config.txt: the lines of one [section] (up to the next [..]).
 section() { awk -v s="[$1]" '/^\[/{on=($0==s); next} on' "$boot/config.txt"; }
+has_line() { section "$1" >"$work/section.txt"; grep -qx "$2" "$work/section.txt"; }
 
 # The module (or built-in) whose alias matches a device tree compatible
 # (of:N*T*C<compat>), a PCI id (pci1de4,1) or a USB id (usb424,7800).
@@ -103,7 +105,7 @@ driver_for() {
 }
 builtin_for() {
   local compat=$1
-  tr '\0' '\n' <"$moddir/modules.builtin.modinfo" | awk -F'[.=]' -v p="of:N*T*C$compat" 'index($0, ".alias=" p) { print $1; exit }'
+  tr '\0' '\n' <"$moddir/modules.builtin.modinfo" | awk -F'[.=]' -v p="of:N*T*C$compat" 'index($0, ".alias=" p) && !f { print $1; f = 1 }'
 }
 
 # A device tree node by its compatible: prints "okay" when one such node is
@@ -149,14 +151,16 @@ check_device() { # check_device MODEL DTS ROLE COMPAT [initrd]
 }
 
 # model | device tree the firmware loads | config.txt section | device_tree= (or -) |
-# SD controller | Ethernet (+ what it needs: space-separated)
+# SD controller | Ethernet and what it hangs off (space-separated): Pi 5 the
+# RP1 chip on PCIe (its MSI controller, clocks, pin control), Pi 4 GENET's
+# MDIO bus, Pi 3 the USB host controller (dwc2) its USB Ethernet is on
 models=(
-  "Raspberry Pi 5 (C1)|bcm2712-rpi-5-b.dtb|pi5|-|brcm,bcm2712-sdhci|raspberrypi,rp1-gem pci1de4,1 brcm,bcm2712-pcie"
-  "Raspberry Pi 5 (D0)|bcm2712d0-rpi-5-b.dtb|pi5|-|brcm,bcm2712-sdhci|raspberrypi,rp1-gem pci1de4,1 brcm,bcm2712-pcie"
-  "Raspberry Pi 4 B|bcm2711-rpi-4-b.dtb|pi4|bcm2711-rpi-4-b.dtb|brcm,bcm2711-emmc2|brcm,bcm2711-genet-v5"
-  "Raspberry Pi 400|bcm2711-rpi-400.dtb|pi400|bcm2711-rpi-400.dtb|brcm,bcm2711-emmc2|brcm,bcm2711-genet-v5"
-  "Raspberry Pi 3 B+|bcm2837-rpi-3-b-plus.dtb|pi3+|bcm2837-rpi-3-b-plus.dtb|brcm,bcm2835-sdhost|usb424,7800"
-  "Raspberry Pi 3 B|bcm2837-rpi-3-b.dtb|pi3|bcm2837-rpi-3-b.dtb|brcm,bcm2835-sdhost|usb424,ec00"
+  "Raspberry Pi 5 (C1)|bcm2712-rpi-5-b.dtb|pi5|-|brcm,bcm2712-sdhci|raspberrypi,rp1-gem pci1de4,1 brcm,bcm2712-pcie brcm,bcm2712-mip raspberrypi,rp1-clocks raspberrypi,rp1-gpio"
+  "Raspberry Pi 5 (D0)|bcm2712d0-rpi-5-b.dtb|pi5|-|brcm,bcm2712-sdhci|raspberrypi,rp1-gem pci1de4,1 brcm,bcm2712-pcie brcm,bcm2712-mip raspberrypi,rp1-clocks raspberrypi,rp1-gpio"
+  "Raspberry Pi 4 B|bcm2711-rpi-4-b.dtb|pi4|bcm2711-rpi-4-b.dtb|brcm,bcm2711-emmc2|brcm,bcm2711-genet-v5 brcm,genet-mdio-v5"
+  "Raspberry Pi 400|bcm2711-rpi-400.dtb|pi400|bcm2711-rpi-400.dtb|brcm,bcm2711-emmc2|brcm,bcm2711-genet-v5 brcm,genet-mdio-v5"
+  "Raspberry Pi 3 B+|bcm2837-rpi-3-b-plus.dtb|pi3+|bcm2837-rpi-3-b-plus.dtb|brcm,bcm2835-sdhost|usb424,7800 brcm,bcm2835-usb"
+  "Raspberry Pi 3 B|bcm2837-rpi-3-b.dtb|pi3|bcm2837-rpi-3-b.dtb|brcm,bcm2835-sdhost|usb424,ec00 brcm,bcm2835-usb"
 )
 for m in "${models[@]}"; do
   IFS='|' read -r model dtb sec dt sd eth <<<"$m"
@@ -165,10 +169,10 @@ for m in "${models[@]}"; do
   ok "$model: $dtb on the boot partition ($(stat -c %s "$boot/$dtb") bytes, model \"$(fdtget "$boot/$dtb" / model)\")"
   if grep -qx "\[$sec\]" "$boot/config.txt"; then
     if [ "$dt" = - ]; then
-      ! section "$sec" | grep -q '^device_tree=' && ok "$model: config.txt [$sec]: the firmware picks the tree for the board's stepping" ||
+      ! has_line "$sec" 'device_tree=.*' && ok "$model: config.txt [$sec]: the firmware picks the tree for the board's stepping" ||
         bad "$model: config.txt [$sec] sets a device_tree"
     else
-      section "$sec" | grep -qx "device_tree=$dt" && ok "$model: config.txt [$sec]: device_tree=$dt" ||
+      has_line "$sec" "device_tree=$dt" && ok "$model: config.txt [$sec]: device_tree=$dt" ||
         bad "$model: config.txt [$sec] lacks device_tree=$dt"
     fi
   else

@@ -166,7 +166,8 @@ dd if="$work/root.ext4" of="$img" bs=1M seek=$((1 + boot_mib)) conv=notrunc,spar
 dd if="$work/data.ext4" of="$img" bs=1M seek=$((1 + boot_mib + root_mib)) conv=notrunc,sparse status=none
 
 echo "== build/image-check.sh (every supported model, read from the image)"
-build/image-check.sh "$img"
+mkdir -p "$OUT"
+build/image-check.sh "$img" || { mv "$img" "$OUT/masterorder-$VERSION-rpi-arm64.img.check-failed"; echo "image.sh: image-check failed; the image is kept as $OUT/masterorder-$VERSION-rpi-arm64.img.check-failed" >&2; exit 1; }
 
 mkdir -p "$OUT"
 name="masterorder-$VERSION-rpi-arm64.img"
