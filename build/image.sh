@@ -172,7 +172,8 @@ build/image-check.sh "$img" || { mv "$img" "$OUT/masterorder-$VERSION-rpi-arm64.
 mkdir -p "$OUT"
 name="masterorder-$VERSION-rpi-arm64.img"
 echo "== xz $name"
-nice -n 19 xz -T2 -6 -c "$img" >"$OUT/$name.xz.tmp"
+# XZ_LEVEL=0 for a quick test build (a release uses the default, 6).
+nice -n 19 xz -T2 "-${XZ_LEVEL:-6}" -c "$img" >"$OUT/$name.xz.tmp"
 mv "$OUT/$name.xz.tmp" "$OUT/$name.xz"
 (cd "$OUT" && sha256sum "$name.xz" >"$name.xz.sha256")
 echo "$OUT/$name.xz  $(wc -c <"$OUT/$name.xz") bytes compressed, $(wc -c <"$img") bytes uncompressed"
