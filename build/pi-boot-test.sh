@@ -73,6 +73,7 @@ cleanup() {
   if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 mount --bind /dev "$q/dev"
 mount -t proc proc "$q/proc"
 
@@ -103,24 +104,25 @@ echo "   kernel $kernel, initramfs $initrd (from the image's boot partition)"
 # video encoder, the pixel valves, the HVS, the VC5 and its writeback.
 disable4="brcm,l2-intc brcm,bcm7271-l2-intc brcm,bcm2711-hdmi-i2c brcm,brcm2711-dvp brcm,bcm2711-hdmi0 brcm,bcm2711-hdmi1 brcm,bcm2711-vec brcm,bcm2711-pixelvalve0 brcm,bcm2711-pixelvalve1 brcm,bcm2711-pixelvalve2 brcm,bcm2711-pixelvalve3 brcm,bcm2711-pixelvalve4 brcm,bcm2711-hvs brcm,bcm2711-vc5 brcm,bcm2711-txp"
 
+nodes_compatible() { # nodes_compatible DTB COMPAT: the paths of the nodes whose compatible list has COMPAT
+  dtc -q -I dtb -O dts "$1" | awk -v c="$2" '
+    /^[ \t]*[^ \t]+ \{$/ { depth++; path[depth] = (depth == 1) ? "" : path[depth - 1] "/" $1; next }
+    /^[ \t]*compatible = "/ {
+      s = $0; sub(/^[^"]*"/, "", s); sub(/";$/, "", s)
+      n = split(s, a, /\\0/)
+      for (i = 1; i <= n; i++) if (a[i] == c) print (path[depth] == "" ? "/" : path[depth])
+    }
+    /^[ \t]*};$/ { depth-- }'
+}
+
 disable_compatible() { # disable_compatible DTB COMPAT...: prints what it disabled
   local dtb=$1 c p
   shift
   for c in "$@"; do
-    # Every node whose compatible list has c (fdtget -l walks one level, so
-    # search the source form for the paths).
-    while read -r p; do
-      [ -n "$p" ] || continue
+    for p in $(nodes_compatible "$dtb" "$c"); do
       fdtput -t s "$dtb" "$p" status disabled
       echo "   disabled $p ($c)"
-    done < <(dtc -q -I dtb -O dts "$dtb" | awk -v c="$c" '
-      /^[ \t]*[^ \t]+ \{$/ { depth++; path[depth] = (depth == 1) ? "" : path[depth - 1] "/" $1; next }
-      /^[ \t]*compatible = "/ {
-        s = $0; sub(/^[^"]*"/, "", s); sub(/";$/, "", s)
-        n = split(s, a, /\\0/)
-        for (i = 1; i <= n; i++) if (a[i] == c) print (path[depth] == "" ? "/" : path[depth])
-      }
-      /^[ \t]*};$/ { depth-- }')
+    done
   done
 }
 
@@ -140,6 +142,16 @@ boot() { # boot MACHINE N: power on; sets boot_seconds; leaves qemu running
       echo "   test copy of $dtb for QEMU:"
       # shellcheck disable=SC2086
       disable_compatible "$work/$m.dtb" $disable4
+      # The SD card's power and I/O-voltage regulators are switched through
+      # the firmware's GPIO expander (raspberrypi-exp-gpio), whose mailbox
+      # calls QEMU does not answer: the regulators fail with EIO and emmc2
+      # never probes. Without the supply properties the MMC core uses its
+      # dummy regulators (QEMU's card has power anyway).
+      for p in $(nodes_compatible "$work/$m.dtb" brcm,bcm2711-emmc2); do
+        fdtput -d "$work/$m.dtb" "$p" vmmc-supply
+        fdtput -d "$work/$m.dtb" "$p" vqmmc-supply
+        echo "   removed vmmc-supply, vqmmc-supply from $p (brcm,bcm2711-emmc2)"
+      done
     fi
     # The card: a copy of the image, grown to a power of two.
     cp --sparse=always "$work/image.img" "$work/card-$m.img"
@@ -168,8 +180,9 @@ boot() { # boot MACHINE N: power on; sets boot_seconds; leaves qemu running
     [ $(($(date +%s) - t0)) -lt "$BOOT_TIMEOUT" ] || { bad "$m boot $n: no shell after $BOOT_TIMEOUT s"; tr -d '\r' <"$log" | tail -n 40; return 1; }
     if console_has "$log" 'MO-SHELL-2$'; then break; fi
     if console_has "$log" 'Kernel panic'; then bad "$m boot $n: kernel panic"; tr -d '\r' <"$log" | grep -B 30 'Kernel panic' | tail -n 40; return 1; fi
+    if console_has "$log" 'Dropping to a shell'; then bad "$m boot $n: the initramfs found no root file system"; tr -d '\r' <"$log" | tail -n 40; return 1; fi
     if console_has "$log" 'login:\|debug shell\|Started.*Debug Shell\|root@\|# $' || [ $(($(date +%s) - t0)) -gt 60 ]; then
-      send 'echo MO-SHELL-$((1+1))'
+      send 'test -d /run/systemd/system && echo MO-SHELL-$((1+1))'
       probed=$((probed + 1))
     fi
     sleep 10
