@@ -80,7 +80,11 @@ mcopy -n -i "$fat" "::/$kernel" "$work/vmlinuz"
 mcopy -n -i "$fat" "::/$initrd" "$work/initrd"
 mcopy -n -i "$fat" ::/cmdline.txt "$work/cmdline.txt"
 # The Pi's consoles are not the VM's: the rest of the line is the card's.
-cmdline="$(tr ' ' '\n' <"$work/cmdline.txt" | grep -v '^console=' | grep . | tr '\n' ' ')console=ttyAMA0"
+# systemd.watchdog_sec: the VM's hardware watchdog (an i6300esb) at 2
+# minutes instead of the card's 15 s. Under TCG on a busy machine PID1 can go
+# more than 15 s without petting it (seen: a daemon-reload during this test,
+# and the VM was reset); the card's own setting is what image-check reads.
+cmdline="$(tr ' ' '\n' <"$work/cmdline.txt" | grep -v '^console=' | grep . | tr '\n' ' ')console=ttyAMA0 systemd.watchdog_sec=2min"
 echo "   kernel $kernel, initrd $initrd"
 echo "   cmdline: $cmdline"
 
@@ -107,7 +111,7 @@ ssh_port=2222
 
 vssh() {
   nsx ssh -q -i "$work/id" -p "$ssh_port" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-    -o ConnectTimeout=20 -o BatchMode=yes root@127.0.0.1 "$@"
+    -o ConnectTimeout=20 -o ServerAliveInterval=15 -o ServerAliveCountMax=8 -o BatchMode=yes root@127.0.0.1 "$@"
 }
 
 boot() { # boot N: power on, wait for the setup page; sets boot_seconds
@@ -182,8 +186,8 @@ os_checks() { # os_checks N
   fi
   [ "$(v active)" = "active active active " ] || fail "masterorder, avahi-daemon, systemd-timesyncd: $(v active)"
   pass "boot $n: masterorder, avahi-daemon and systemd-timesyncd active"
-  [[ $(v watchdog) == "15s /dev/watchdog0" ]] || fail "hardware watchdog: $(v watchdog)"
-  pass "boot $n: systemd runs the hardware watchdog (RuntimeWatchdogSec $(v watchdog)): $(v watchdog-log)"
+  [[ $(v watchdog) == "2min /dev/watchdog0" ]] || fail "hardware watchdog: $(v watchdog)"
+  pass "boot $n: systemd runs the hardware watchdog ($(v watchdog), the test's systemd.watchdog_sec)"
   [ "$(v failed | cut -d' ' -f1)" = 0 ] || fail "failed units: $(v failed)"
   pass "boot $n: no failed unit"
   [[ " $(v cmdline) " != *" cma="* ]] || fail "cmdline.txt has cma=: $(v cmdline)"

@@ -147,6 +147,14 @@ boot() { # boot MACHINE N: power on; sets boot_seconds; leaves qemu running
       # calls QEMU does not answer: the regulators fail with EIO and emmc2
       # never probes. Without the supply properties the MMC core uses its
       # dummy regulators (QEMU's card has power anyway).
+      # QEMU's raspi4b puts the card on the Arasan controller (mmc@7e300000,
+      # the Wi-Fi's on a real Pi 4), not on emmc2: its Wi-Fi power sequence
+      # (a reset line on the firmware's GPIO expander) would hold its probe
+      # for ever, so the test tree drops it.
+      for p in $(nodes_compatible "$work/$m.dtb" brcm,bcm2835-sdhci); do
+        fdtput -d "$work/$m.dtb" "$p" mmc-pwrseq
+        echo "   removed mmc-pwrseq from $p (brcm,bcm2835-sdhci: where QEMU puts the card)"
+      done
       for p in $(nodes_compatible "$work/$m.dtb" brcm,bcm2711-emmc2); do
         fdtput -d "$work/$m.dtb" "$p" vmmc-supply
         fdtput -d "$work/$m.dtb" "$p" vqmmc-supply
@@ -158,7 +166,7 @@ boot() { # boot MACHINE N: power on; sets boot_seconds; leaves qemu running
     truncate -s 4G "$work/card-$m.img"
   fi
   args="$(tr ' ' '\n' <"$work/cmdline.txt" | grep -v '^console=' | grep . | tr '\n' ' ')"
-  args="$args console=ttyAMA0,115200 systemd.debug_shell=ttyAMA0 systemd.mask=serial-getty@ttyAMA0.service"
+  args="$args console=ttyAMA0,115200 systemd.debug_shell=ttyAMA0 systemd.mask=serial-getty@ttyAMA0.service systemd.watchdog_sec=2min"
   rm -f "$work/ser.in" "$work/ser.out"
   mkfifo "$work/ser.in" "$work/ser.out"
   t0=$(date +%s)
@@ -230,10 +238,10 @@ for m in $MACHINES; do
     if ! boot "$m" "$n"; then break; fi
     ask "$m" "$n" || true
     [ "$(seen target)" = active ] && ok "$m boot $n: multi-user.target reached ($(seen state)) in $boot_seconds s" || bad "$m boot $n: multi-user.target $(seen target)"
-    [[ $(seen root) == /dev/mmcblk0p2\ ro,* ]] && ok "$m boot $n: root file system on the emulated SD card, read-only ($(seen root))" || bad "$m boot $n: root $(seen root)"
-    [[ $(seen data) == /dev/mmcblk0p3\ * ]] && [ "$(seen data | cut -d' ' -f2)" -gt $((2 * 1024 * 1024 * 1024)) ] && ok "$m boot $n: data partition grown to the card ($(seen data))" || bad "$m boot $n: data $(seen data)"
+    [[ $(seen root) =~ ^/dev/mmcblk[0-9]p2\ ro, ]] && ok "$m boot $n: root file system on the emulated SD card, read-only ($(seen root))" || bad "$m boot $n: root $(seen root)"
+    [[ $(seen data) =~ ^/dev/mmcblk[0-9]p3\  ]] && [ "$(seen data | cut -d' ' -f2)" -gt $((2 * 1024 * 1024 * 1024)) ] && ok "$m boot $n: data partition grown to the card ($(seen data))" || bad "$m boot $n: data $(seen data)"
     [ "$(seen 'unit masterorder')" = active ] && ok "$m boot $n: masterorder active; setup page: $(seen setup-page)" || bad "$m boot $n: masterorder $(seen 'unit masterorder')"
-    [[ $(seen journal-mount) == *"/journal]"* ]] || [[ $(seen journal-mount) == /dev/mmcblk0p3* ]] && ok "$m boot $n: journal on the data partition ($(seen journal-mount)), $(seen boots) boot(s) in it" || bad "$m boot $n: journal mount $(seen journal-mount)"
+    [[ $(seen journal-mount) == *"[/journal]" ]] && ok "$m boot $n: journal on the data partition ($(seen journal-mount)), $(seen boots) boot(s) in it" || bad "$m boot $n: journal mount $(seen journal-mount)"
     if [ "$n" -gt 1 ]; then
       [ "$(seen boots)" -ge "$n" ] && ok "$m boot $n: the journal keeps the earlier boots ($(seen boots) boots listed)" || bad "$m boot $n: journal lists $(seen boots) boots"
       prev=$(sed -n 's/^machine-id: //p' "$work/seen-$m-$((n - 1)).txt" | cut -d' ' -f1)
