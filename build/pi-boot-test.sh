@@ -256,8 +256,10 @@ console_checks() { # console_checks MACHINE N: what systemd and the kernel print
   grep -q 'Reached target.*multi-user.target\|Reached target.*Multi-User System' "$c" && ok "$m boot $n: multi-user.target reached in $boot_seconds s: $(grep -m1 'Reached target.*[Mm]ulti-[Uu]ser' "$c" | cut -c1-120)" || bad "$m boot $n: no multi-user.target"
   grep -qE 'EXT4-fs \(mmcblk[0-9]p2\): mounted filesystem .* ro ' "$c" && ok "$m boot $n: root on the emulated SD card, read-only: $(grep -m1 -E 'EXT4-fs \(mmcblk[0-9]p2\): mounted' "$c" | cut -c1-110)" || bad "$m boot $n: root not seen on mmcblk*p2"
   grep -qE 'EXT4-fs \(mmcblk[0-9]p3\): resized filesystem' "$c" && ok "$m boot $n: data partition grown: $(grep -m1 -E 'EXT4-fs \(mmcblk[0-9]p3\): resized' "$c")" || bad "$m boot $n: data partition not grown"
+  # systemd shortens long status lines ("masterorder-machine-id.se…"): a
+  # unit is matched by the first 18 characters of its name.
   for u in 'masterorder-machine-id.service' 'systemd-journal-flush.service' 'systemd-timesyncd.service' 'avahi-daemon.service' 'masterorder.service'; do
-    grep -qE "(Started|Finished) $u" "$c" && ok "$m boot $n: $u: $(grep -m1 -E "(Started|Finished) $u" "$c" | sed 's/^.*\] //' | cut -c1-120)" || bad "$m boot $n: $u not started"
+    grep -qE "\[  OK  \] (Started|Finished) ${u:0:18}" "$c" && ok "$m boot $n: $u: $(grep -m1 -E "\[  OK  \] (Started|Finished) ${u:0:18}" "$c" | sed 's/^.*\] //' | cut -c1-120)" || bad "$m boot $n: $u not started"
   done
   grep -q 'var-log-journal.mount\|Mounted .*/var/log/journal' "$c" && ok "$m boot $n: /var/log/journal mounted (the data partition)" || bad "$m boot $n: /var/log/journal not mounted"
   echo "   failed units on the console: $(grep -E '^\[FAILED\]|FAILED\]' "$c" | sed 's/.*Failed to start //' | tr '\n' ';')"
