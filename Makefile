@@ -2,21 +2,28 @@
 # (as root) and works from a clean checkout; see docs/packaging.md.
 #   make binaries   dist/masterorder-linux-{arm64,armv7,amd64} (./build.sh)
 #   make deb        dist/masterorder_<v>-1_{arm64,armhf,amd64}.deb, lintian-checked
-#   make deb-test   install/upgrade/remove/purge in an amd64 chroot (root)
-#   make image      dist/masterorder-<v>-rpi-arm64.img.xz (root, ~20 min)
-#   make boot-test  boot that image under qemu, power-cut it, boot again (root)
+#   make deb-test   install/upgrade/remove/purge in amd64 bookworm and trixie chroots (root)
+#   make image      dist/masterorder-<v>-rpi-arm64.img.xz (root, ~25 min), checked by image-check
+#   make image-check  per Pi model: device tree, config.txt section, SD and Ethernet drivers, read from the image (root)
+#   make boot-test  boot that image under qemu -M virt, power-cut it, boot again, hang test (root)
+#   make pi-boot-test  boot it on QEMU's raspi3b and raspi4b with its own kernel and device tree (root, ~1 h)
 # VERSION=1.2.0 names the release (default: git describe).
 
-.PHONY: binaries deb deb-test deb-test-arm64 image boot-test
+.PHONY: binaries deb deb-test deb-test-arm64 image image-check boot-test pi-boot-test
 binaries:
 	./build.sh
 deb:
 	LINTIAN=1 build/deb.sh
 deb-test:
 	build/deb-test.sh
+	SUITE=trixie build/deb-test.sh
 deb-test-arm64:
 	ARCH=arm64 build/deb-test.sh
 image:
 	build/image.sh
+image-check:
+	build/image-check.sh
 boot-test:
 	build/boot-test.sh
+pi-boot-test:
+	build/pi-boot-test.sh

@@ -1,10 +1,12 @@
 #!/bin/bash
 # Install, upgrade, remove and purge the masterorder package for real, in a
-# Debian bookworm chroot built by mmdebstrap (maintainer scripts run).
+# Debian chroot built by mmdebstrap (maintainer scripts run): bookworm by
+# default, SUITE=trixie for Debian 13 (what the SD-card image runs).
 # Needs root. The chroot tarball is cached, so a rerun takes seconds.
 #
 #   build/deb-test.sh                  # amd64 (native)
 #   ARCH=arm64 build/deb-test.sh       # arm64 through qemu-user-static + binfmt_misc
+#   SUITE=trixie build/deb-test.sh     # in Debian 13
 #   OLD_DEB=a.deb NEW_DEB=b.deb build/deb-test.sh   # test given packages (else built here: 0.1.0 then 0.1.1)
 #
 # It checks: the user, modes and enabled unit after install; `masterorder
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 export PATH="/usr/local/go/bin:$PATH"
 ARCH=${ARCH:-amd64}
-SUITE=bookworm
+SUITE=${SUITE:-bookworm}
 CACHE_DIR=${CACHE_DIR:-/var/cache/masterorder-build}
 
 [ "$(id -u)" = 0 ] || { echo "deb-test.sh: run as root (it builds and enters a chroot)" >&2; exit 1; }
@@ -67,7 +69,7 @@ new_version=$(dpkg-deb -f "$NEW_DEB" Version)
 old_upstream=${OLD_VERSION:-${old_version%-*}}
 new_upstream=${NEW_VERSION:-${new_version%-*}}
 
-# The chroot: bookworm with systemd (the package's dependency), cached by
+# The chroot: $SUITE with systemd (the package's dependency), cached by
 # what it contains.
 mkdir -p "$CACHE_DIR"
 include=systemd

@@ -1,9 +1,11 @@
 #!/bin/bash
-# The flashable SD-card image for Raspberry Pi 4 and 3B+ (arm64):
-# dist/masterorder-<version>-rpi-arm64.img.xz, built only from Debian
-# packages (bookworm, main + non-free-firmware for raspi-firmware) by
-# mmdebstrap through qemu-user, plus partitioning done on the image file
-# (no loop devices, no mounts).
+# The flashable SD-card image for Raspberry Pi 5, 4 B, 400, 3B+ and 3B
+# (arm64): dist/masterorder-<version>-rpi-arm64.img.xz, built only from
+# Debian packages (trixie, main + non-free-firmware for raspi-firmware; the
+# kernel from trixie-backports, the first Debian kernel with the Pi 5's RP1
+# drivers and device trees) by mmdebstrap through qemu-user, plus
+# partitioning done on the image file (no loop devices, no mounts).
+# build/image-check.sh then reads the finished image, model by model.
 #
 #   build/image.sh                         # VERSION from git, as build.sh
 #   VERSION=1.2.0 build/image.sh
@@ -11,14 +13,17 @@
 #
 # The card: 1 FAT boot partition (RASPIFIRM, firmware, kernel, initrd,
 # config.txt, cmdline.txt; mounted read-only), 2 root ext4 (RASPIROOT,
-# read-only), 3 data ext4 (MODATA, /data: the box's config and data; grows
-# to the card on first boot). See docs/packaging.md.
+# read-only), 3 data ext4 (MODATA, /data: the box's config and data, the
+# persistent journal; grows to the card on first boot). See docs/packaging.md.
 # Needs root (mmdebstrap --mode=root, binfmt_misc); ~20 min of CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 export PATH="/usr/local/go/bin:$PATH"
-SUITE=bookworm
+SUITE=trixie
+# The kernel comes from backports: trixie's own 6.12 has no RP1 drivers
+# (no Ethernet, no GPIO on a Pi 5) and no device tree for the Pi 5's D0 stepping.
+KERNEL_SUITE=$SUITE-backports
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 OUT=${OUT:-dist}
@@ -32,7 +37,7 @@ export VERSION
 
 [ "$(id -u)" = 0 ] || { echo "image.sh: run as root (mmdebstrap --mode=root, binfmt_misc)" >&2; exit 1; }
 need=()
-for t in mmdebstrap:mmdebstrap mke2fs:e2fsprogs mkfs.vfat:dosfstools mcopy:mtools sfdisk:fdisk xz:xz-utils update-binfmts:binfmt-support; do
+for t in mmdebstrap:mmdebstrap arch-test:arch-test mke2fs:e2fsprogs mkfs.vfat:dosfstools mcopy:mtools sfdisk:fdisk xz:xz-utils update-binfmts:binfmt-support fdtget:device-tree-compiler zstd:zstd cpio:cpio; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 [ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ] || [ -e /usr/bin/qemu-aarch64-static ] || need+=(qemu-user-static)
@@ -63,27 +68,30 @@ rootdir="$work/root"
 
 packages=(
   systemd systemd-sysv udev dbus kmod
-  linux-image-arm64 initramfs-tools raspi-firmware
-  avahi-daemon openssh-server
-  e2fsprogs dosfstools fdisk util-linux iproute2 ca-certificates
+  "linux-image-arm64/$KERNEL_SUITE" initramfs-tools raspi-firmware
+  avahi-daemon openssh-server systemd-timesyncd
+  e2fsprogs dosfstools fdisk util-linux util-linux-extra iproute2 ca-certificates
 )
 include=$(IFS=,; echo "${packages[*]}")
-# The Debian part of the root filesystem (packages and masterorder.deb) is
-# cached by what goes into it; the OS settings (build/image/rootfs,
-# customize.sh) are applied on top at every build, so changing them costs
-# seconds, not another 20 minutes of qemu-user.
-key=$( { echo "$SUITE $include $MIRROR $SECURITY_MIRROR"; sha256sum "$DEB" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
+# The Debian part of the root filesystem is cached by what goes into it;
+# masterorder.deb and the OS settings (build/image/rootfs, customize.sh)
+# are applied on top at every build, so changing them costs seconds, not
+# another 20 minutes of qemu-user.
+# build/image/initramfs/ (which modules the initramfs carries) goes in
+# before the kernel is installed, so it is part of this cached layer.
+key=$( { echo "$SUITE $KERNEL_SUITE $include $MIRROR $SECURITY_MIRROR"; tar -C build/image/initramfs --sort=name --mtime=@0 --owner=0 --group=0 -cf - . | sha256sum; } | sha256sum | cut -c1-16)
 rootfs_tar="$CACHE_DIR/image-rootfs-$SUITE-arm64-$key.tar"
 start=$(date +%s)
 if [ ! -s "$rootfs_tar" ]; then
   echo "== mmdebstrap $SUITE arm64 ($include)"
   nice -n 19 mmdebstrap --mode=root --variant=minbase --architectures=arm64 \
     --components="main non-free-firmware" --include="$include" \
-    --customize-hook='cp "'"$DEB"'" "$1/tmp/masterorder.deb" && chroot "$1" dpkg -i /tmp/masterorder.deb && rm "$1/tmp/masterorder.deb"' \
+    --essential-hook='mkdir -p "$1/etc/initramfs-tools" && tar -C "'"$root"'/build/image/initramfs" --owner=root --group=root -cf - . | tar -C "$1/etc/initramfs-tools" -xf -' \
     "$SUITE" "$rootfs_tar.tmp.tar" \
     "deb $MIRROR $SUITE main non-free-firmware" \
     "deb $MIRROR $SUITE-updates main non-free-firmware" \
-    "deb $SECURITY_MIRROR $SUITE-security main non-free-firmware"
+    "deb $SECURITY_MIRROR $SUITE-security main non-free-firmware" \
+    "deb $MIRROR $KERNEL_SUITE main non-free-firmware"
   mv "$rootfs_tar.tmp.tar" "$rootfs_tar"
   echo "   packages in $(( $(date +%s) - start )) s"
 else
@@ -91,10 +99,15 @@ else
 fi
 mkdir -p "$rootdir"
 tar -C "$rootdir" --numeric-owner -xpf "$rootfs_tar"
+mount -t proc proc "$rootdir/proc"
+echo "== dpkg -i $(basename "$DEB")"
+cp "$DEB" "$rootdir/tmp/masterorder.deb"
+chroot "$rootdir" dpkg -i /tmp/masterorder.deb >/dev/null ||
+  { umount "$rootdir/proc"; echo "image.sh: dpkg -i masterorder.deb failed" >&2; exit 1; }
+rm "$rootdir/tmp/masterorder.deb"
 echo "== OS settings: build/image/rootfs, customize.sh"
 tar -C build/image/rootfs --owner=root --group=root -cf - . | tar -C "$rootdir" -xf -
 cp build/image/customize.sh "$rootdir/tmp/customize.sh"
-mount -t proc proc "$rootdir/proc"
 chroot "$rootdir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 sh /tmp/customize.sh ||
   { umount "$rootdir/proc"; echo "image.sh: customize.sh failed" >&2; exit 1; }
 umount "$rootdir/proc"
@@ -111,14 +124,21 @@ gid=$(chroot "$rootdir" id -g masterorder)
 install -d -m 0750 -o "$uid" -g "$gid" "$datadir/masterorder" "$datadir/etc-masterorder" "$datadir/etc-masterorder/tls"
 cp -a "$rootdir/var/lib/systemd" "$datadir/systemd"
 install -d -m 0700 "$datadir/ssh"
+# The persistent journal (bind-mounted on /var/log/journal, capped by
+# journald.conf.d/10-masterorder.conf): journald's own group and mode.
+install -d -m 2755 -o 0 -g "$(chroot "$rootdir" getent group systemd-journal | cut -d: -f3)" "$datadir/journal"
 grep -q 'root=LABEL=RASPIROOT' "$bootdir/cmdline.txt" || { echo "image.sh: cmdline.txt lacks root=LABEL=RASPIROOT: $(cat "$bootdir/cmdline.txt")" >&2; exit 1; }
+# Debian's hook writes cma=64M in a chroot, where it cannot see a Pi 4
+# (its own comment: that can leave a Pi 4 unbootable); CMA=0 in
+# /etc/default/raspi-firmware leaves it out, for every model.
+! grep -q 'cma=' "$bootdir/cmdline.txt" || { echo "image.sh: cmdline.txt sets cma=: $(cat "$bootdir/cmdline.txt")" >&2; exit 1; }
 echo "   cmdline.txt: $(cat "$bootdir/cmdline.txt")"
 echo "   boot partition: $(ls "$bootdir" | tr '\n' ' ')"
 
 mib=$((1024 * 1024))
 boot_mib=256
 root_mib=$(( $(du -s --block-size=1M "$rootdir" | cut -f1) * 5 / 4 + 160 ))
-data_mib=128
+data_mib=256
 img="$work/masterorder.img"
 total_mib=$((1 + boot_mib + root_mib + data_mib))
 truncate -s $((total_mib * mib)) "$img"
@@ -133,15 +153,27 @@ export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
 mkfs.vfat -F 32 -n RASPIFIRM -i 4d4f4f52 -C "$work/boot.fat" $((boot_mib * 1024)) >/dev/null
 mcopy -s -p -m -i "$work/boot.fat" "$bootdir"/* ::/
 mke2fs -q -t ext4 -L RASPIROOT -U clear -E root_owner=0:0 -d "$rootdir" "$work/root.ext4" "${root_mib}M"
-mke2fs -q -t ext4 -L MODATA -E root_owner=0:0 -d "$datadir" "$work/data.ext4" "${data_mib}M"
+# The data partition is made for the size it grows to, not the 256 MiB it
+# has in the image: mke2fs would pick the "small" type (1 KiB blocks, an
+# inode per 4 KiB, a 4 MiB journal) and resize2fs keeps all three. So the
+# "default" type's 4 KiB blocks and inode per 16 KiB, a 64 MiB journal
+# (what mke2fs gives a 4-16 GiB file system) and room in the group
+# descriptor table to grow online to 1 TiB.
+mke2fs -q -t ext4 -T default -b 4096 -I 256 -i 16384 -J size=64 -E root_owner=0:0,resize=$((1024 * 1024 * 1024 * 1024 / 4096)) \
+  -L MODATA -d "$datadir" "$work/data.ext4" "${data_mib}M"
 dd if="$work/boot.fat" of="$img" bs=1M seek=1 conv=notrunc,sparse status=none
 dd if="$work/root.ext4" of="$img" bs=1M seek=$((1 + boot_mib)) conv=notrunc,sparse status=none
 dd if="$work/data.ext4" of="$img" bs=1M seek=$((1 + boot_mib + root_mib)) conv=notrunc,sparse status=none
 
+echo "== build/image-check.sh (every supported model, read from the image)"
+mkdir -p "$OUT"
+build/image-check.sh "$img" || { mv "$img" "$OUT/masterorder-$VERSION-rpi-arm64.img.check-failed"; echo "image.sh: image-check failed; the image is kept as $OUT/masterorder-$VERSION-rpi-arm64.img.check-failed" >&2; exit 1; }
+
 mkdir -p "$OUT"
 name="masterorder-$VERSION-rpi-arm64.img"
 echo "== xz $name"
-nice -n 19 xz -T2 -6 -c "$img" >"$OUT/$name.xz.tmp"
+# XZ_LEVEL=0 for a quick test build (a release uses the default, 6).
+nice -n 19 xz -T2 "-${XZ_LEVEL:-6}" -c "$img" >"$OUT/$name.xz.tmp"
 mv "$OUT/$name.xz.tmp" "$OUT/$name.xz"
 (cd "$OUT" && sha256sum "$name.xz" >"$name.xz.sha256")
 echo "$OUT/$name.xz  $(wc -c <"$OUT/$name.xz") bytes compressed, $(wc -c <"$img") bytes uncompressed"

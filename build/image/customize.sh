@@ -3,8 +3,11 @@
 # after the packages, masterorder.deb and build/image/rootfs are in place.
 set -eu
 systemctl enable systemd-networkd.service masterorder-hostname.service \
-  masterorder-growdata.service masterorder-factory-reset.service
-systemctl enable masterorder.service avahi-daemon.service ssh.service
+  masterorder-growdata.service masterorder-factory-reset.service masterorder-machine-id.service
+# The clock: NTP from the store's network when there is one (its servers
+# from DHCP, else Debian's pool), and at every boot at least the time the
+# box last knew (timesyncd's clock file, on the data partition).
+systemctl enable masterorder.service avahi-daemon.service ssh.service systemd-timesyncd.service
 # An appliance: no unattended package runs, no first-boot prompts on a
 # console nobody watches.
 systemctl mask apt-daily.timer apt-daily-upgrade.timer systemd-firstboot.service
@@ -21,6 +24,9 @@ mkdir -p /data /boot/firmware
 # cmdline.txt and config.txt again, now that /etc/default/raspi-firmware
 # and raspi-extra-cmdline are ours.
 DEB_MAINT_PARAMS=configure /etc/kernel/postinst.d/z50-raspi-firmware
+# The Pi 5's firmware looks for its D0 stepping's tree under the name
+# Raspberry Pi's kernel uses; the upstream kernel calls it bcm2712-d-rpi-5-b.
+cp /boot/firmware/bcm2712-d-rpi-5-b.dtb /boot/firmware/bcm2712d0-rpi-5-b.dtb
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old
 # (/tmp is left alone: this script runs from there; on the box it is tmpfs.)
