@@ -165,10 +165,26 @@ func Defaults() Config {
 	return Config{
 		ShopID: "shop",
 		Disk:   defaultDisk(),
+		// Raft timing for a Raspberry Pi, from measurements (issue 36,
+		// docs/performance.md "Raft timing at a Pi's speed"): three
+		// processes each capped to 25 % of a core, every card slow (20 ms
+		// fsyncs, 2 % stalling 500 ms), under a lunch peak, a hostile phone
+		// and backups, 10 minutes a run, on a busy shared 2-core host.
+		// 300/300/150 ms raised the term 3, 8 and 35 times in three runs
+		// (5 leader changes in the last): followers that missed heartbeats
+		// for 300-600 ms, split votes, leaders that lost their quorum for
+		// one 150 ms lease and stepped down; each election fails the
+		// writes in flight. 600/600/300 ms (three runs) and 1 s/1 s/500 ms
+		// (hashicorp/raft's own) raised it never. A dead leader is noticed after one to two
+		// heartbeat timeouts, so failover grows with them: the first order
+		// through a survivor came 1.7-3.4 s after a SIGKILL or a power cut
+		// of the leader at 600 ms on that host, 2.8-4.0 s at 1 s (1.1-3.4 s
+		// at 300 ms). 600 ms is the shortest timing measured without an
+		// election; the lease stays half the heartbeat timeout.
 		Raft: RaftConfig{
-			HeartbeatTimeout:   Duration{300 * time.Millisecond},
-			ElectionTimeout:    Duration{300 * time.Millisecond},
-			LeaderLeaseTimeout: Duration{150 * time.Millisecond},
+			HeartbeatTimeout:   Duration{600 * time.Millisecond},
+			ElectionTimeout:    Duration{600 * time.Millisecond},
+			LeaderLeaseTimeout: Duration{300 * time.Millisecond},
 			CommitTimeout:      Duration{5 * time.Millisecond},
 			SnapshotThreshold:  16384,
 			SnapshotInterval:   Duration{60 * time.Second},
