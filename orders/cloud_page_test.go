@@ -72,7 +72,8 @@ type cloudPageTest struct {
 
 func startCloudPageStore(t *testing.T, emulatorHost string, mutate func(c *orders.FileConfig)) *cloudPageTest {
 	logs := &logBuffer{}
-	s := startStoreWith(t, 3, func(_ int, c *orders.FileConfig) {
+	s := startStoreWith(t, 3, func(i int, c *orders.FileConfig) {
+		patient(i, c) // the verdicts are about the cloud, not about elections on a loaded machine
 		c.Firestore.EmulatorHost = emulatorHost
 		c.Firestore.MaxBackoff = node.Duration{Duration: 500 * time.Millisecond}
 		if mutate != nil {
