@@ -125,7 +125,7 @@ func demoListen(listen string, span int) (host string, port int, err error) {
 // demoDir is --data-dir, or a temporary directory that cleanup removes.
 func demoDir(dir, tempPrefix string) (string, func(), error) {
 	if dir != "" {
-		return dir, func() {}, nil
+		return dir, func() {}, os.MkdirAll(dir, 0o700)
 	}
 	dir, err := os.MkdirTemp("", tempPrefix)
 	if err != nil {

@@ -38,7 +38,9 @@ func TestDemoOnAllInterfacesWarns(t *testing.T) {
 // in with the demo password and its demo table's guest page answers. Run
 // again on the same --data-dir, it keeps its CA.
 func TestDemoServesAStore(t *testing.T) {
-	dir, port := t.TempDir(), demoPort(t)
+	// A --data-dir that does not exist yet is made (it failed with
+	// "open …/secrets.json: no such file or directory").
+	dir, port := filepath.Join(t.TempDir(), "new"), demoPort(t)
 	first := serveDemo(t, dir, port)
 	if again := serveDemo(t, dir, port); !bytes.Equal(again, first) {
 		t.Error("the second run on the same --data-dir made a new CA")
