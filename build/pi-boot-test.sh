@@ -249,6 +249,16 @@ ask() { # ask MACHINE N: what the box sees, printed between markers
 
 seen() { sed -n "s/^$1: //p" "$work/seen-$m-$n.txt" | head -n1; }
 
+# power_cut kills QEMU (a power cut) and the console reader.
+power_cut() {
+  kill -9 "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true
+  qemu_pid=""
+  kill "$reader_pid" 2>/dev/null || true; wait "$reader_pid" 2>/dev/null || true
+  reader_pid=""
+  exec 3>&-
+  echo "   power cut (qemu killed)"
+}
+
 console_checks() { # console_checks MACHINE N: what systemd and the kernel printed on the console
   local m=$1 n=$2 c="$work/console-$m-$n.txt"
   sleep 120 # the units after multi-user.target's own start (masterorder waits for the network)
@@ -270,12 +280,7 @@ for m in $MACHINES; do
     if ! boot "$m" "$n"; then break; fi
     if [ "$shell" = 0 ]; then
       console_checks "$m" "$n"
-      kill -9 "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true
-      qemu_pid=""
-      kill "$reader_pid" 2>/dev/null || true; wait "$reader_pid" 2>/dev/null || true
-      reader_pid=""
-      exec 3>&-
-      echo "   power cut (qemu killed)"
+      power_cut
       continue
     fi
     ask "$m" "$n" || true
@@ -291,12 +296,7 @@ for m in $MACHINES; do
     fi
     echo "   failed units: $(seen failed)"
     # A power cut: QEMU killed.
-    kill -9 "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true
-    qemu_pid=""
-    kill "$reader_pid" 2>/dev/null || true; wait "$reader_pid" 2>/dev/null || true
-    reader_pid=""
-    exec 3>&-
-    echo "   power cut (qemu killed)"
+    power_cut
   done
 done
 echo "pi-boot-test: $passed passed, $failed failed"
