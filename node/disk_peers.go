@@ -8,22 +8,24 @@ import (
 	"sync"
 	"time"
 
+	"masterorder/node/certrenew"
 	"masterorder/node/restart"
 )
 
-// peerReport is what GET /internal/disk answers: a box's card and why it
-// last started (lastrestart.go), for the others' status. A box of an
-// older version answers only the card.
+// peerReport is what GET /internal/disk answers: a box's card, why it
+// last started (lastrestart.go) and its certificates (certs.go), for the
+// others' status. A box of an older version answers only the card.
 type peerReport struct {
 	DiskStatus
-	LastRestart *restart.Record `json:"lastRestart,omitempty"`
+	LastRestart  *restart.Record   `json:"lastRestart,omitempty"`
+	Certificates *certrenew.Status `json:"certificates,omitempty"`
 }
 
 // serveDisk is GET /internal/disk: this box's card and last restart for
 // the others' status.
 func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart()})
+	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart(), Certificates: n.CertStatus()})
 }
 
 // peerDiskEvery: how often each member's card is asked for.

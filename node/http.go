@@ -19,6 +19,7 @@ import (
 
 	"masterorder/api"
 	"masterorder/httpapi"
+	"masterorder/node/certrenew"
 	"masterorder/node/restart"
 	"masterorder/raftfsm"
 )
@@ -322,6 +323,10 @@ type MemberStatus struct {
 	// LastRestart is why the member last started, as it last reported it
 	// (absent: never, or its first start).
 	LastRestart *restart.Record `json:"lastRestart,omitempty"`
+	// Certificates is the member's certificates as it last reported them
+	// (absent: never, or a box without HTTPS): when they lapse, whether
+	// the box can renew its HTTPS certificate, the console's warning.
+	Certificates *certrenew.Status `json:"certificates,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -391,6 +396,7 @@ func (n *Node) Status() Status {
 				m.Disk = &d
 			}
 			m.LastRestart = n.PeerRestart(id)
+			m.Certificates = n.PeerCerts(id)
 			s.Nodes = append(s.Nodes, m)
 		}
 	}

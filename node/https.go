@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/httpapi"
+	"masterorder/node/certrenew"
 )
 
 // Staff and kitchen traffic (passwords, tokens, table PINs) must not cross
@@ -76,18 +77,13 @@ func (n *Node) httpsURL(r *http.Request) string {
 	return u.String()
 }
 
-// httpsConfig is the HTTPS listener's TLS: this box's server certificate,
-// no client certificates (tablets have none).
-func (n *Node) httpsConfig() (*tls.Config, error) {
-	certFile, keyFile := n.cfg.TLS.HTTPSCertFile, n.cfg.TLS.HTTPSKeyFile
-	if certFile == "" {
-		certFile, keyFile = n.cfg.TLS.CertFile, n.cfg.TLS.KeyFile
-	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, &ConfigError{Setting: "tls.https_cert_file", Problem: err.Error()}
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, NextProtos: []string{"http/1.1"}}, nil
+// httpsConfig is the HTTPS listener's TLS: this box's server certificate
+// as its renewer holds it (certs.go: a renewed pair is served from the
+// next handshake), no client certificates (tablets have none).
+func (n *Node) httpsConfig(r *certrenew.Renewer) *tls.Config {
+	// No Certificates: with them, a handshake without SNI (a tablet
+	// dialling an IP address) would never reach GetCertificate.
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate, NextProtos: []string{"http/1.1"}}
 }
 
 // startHTTPS serves the same routes on https_addr.
@@ -95,10 +91,11 @@ func (n *Node) startHTTPS() error {
 	if n.cfg.HTTPSAddr == "" {
 		return nil
 	}
-	tc, err := n.httpsConfig()
+	renewer, err := n.newCertRenewer()
 	if err != nil {
-		return err
+		return &ConfigError{Setting: "tls.https_cert_file", Problem: err.Error()}
 	}
+	tc := n.httpsConfig(renewer)
 	ln, err := net.Listen("tcp", n.cfg.HTTPSAddr)
 	if err != nil {
 		return fmt.Errorf("listen https_addr %s: %w", n.cfg.HTTPSAddr, err)
@@ -113,6 +110,7 @@ func (n *Node) startHTTPS() error {
 			n.log.Error("https server stopped", "error", err)
 		}
 	}()
+	n.runCertRenewer(renewer)
 	return nil
 }
 

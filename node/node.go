@@ -24,6 +24,7 @@ import (
 
 	"masterorder/kv"
 	"masterorder/node/atomicfile"
+	"masterorder/node/certrenew"
 	"masterorder/node/lanname"
 	"masterorder/node/pki"
 	"masterorder/node/restart"
@@ -59,6 +60,9 @@ type Options struct {
 	// WriteTimeout bounds writing one API response (default
 	// DefaultWriteTimeout; tests shorten it).
 	WriteTimeout time.Duration
+	// CertCheckEvery is how often the HTTPS certificate is checked for
+	// renewal (default certrenew.CheckEvery; tests shorten it).
+	CertCheckEvery time.Duration
 	// FailBarrier, when set, runs before each post-election Barrier; an
 	// error counts as a failed barrier (tests inject failures with it).
 	FailBarrier func() error
@@ -85,7 +89,8 @@ type Node struct {
 	diskHTTP     *http.Client
 	echo         *echo.Echo
 	httpLn       net.Listener
-	https        *http.Server // nil without https_addr
+	https        *http.Server                      // nil without https_addr
+	certs        atomic.Pointer[certrenew.Renewer] // the HTTPS pair and its renewal (certs.go); nil without https_addr
 	kv           kv.Client
 	clock        leaderClock
 	ready        atomic.Bool // leader: barrier done and clock set

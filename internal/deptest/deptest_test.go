@@ -60,10 +60,11 @@ var rules = map[string]rule{
 
 	// The box.
 	"node": {why: "one store box: Raft, HTTP server, forwarding, membership; it knows nothing of the domain",
-		may: []string{"api", "httpapi", "kv", "node/atomicfile", "node/lanname", "node/pki", "node/restart", "node/tlsnet", "raftfsm"}},
+		may: []string{"api", "httpapi", "kv", "node/atomicfile", "node/certrenew", "node/lanname", "node/pki", "node/restart", "node/tlsnet", "raftfsm"}},
 	"node/lanname":                  {why: "the box's name on the LAN (leaf)"},
 	"node/pki":                      {why: "cluster CA and certificates, the TLS files' names", may: []string{"node/atomicfile"}},
 	"node/atomicfile":               {why: "the one writer of a box's small files (leaf)"},
+	"node/certrenew":                {why: "the staff HTTPS certificate renewed from the cluster CA, and the certificates' status", may: []string{"node/pki"}},
 	"node/restart":                  {why: "why a box last started: run marker and stop record (leaf)"},
 	"node/watchdog":                 {why: "sd_notify: ready, and the unit's watchdog fed while the box serves (leaf)"},
 	"node/tlsnet":                   {why: "mutual-TLS stream layer (leaf)"},

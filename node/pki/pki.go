@@ -164,11 +164,34 @@ const HTTPSValidity = 800 * 24 * time.Hour
 
 // IssueHTTPS issues the server certificate a box shows staff tablets on
 // its HTTPS port: serverAuth only, valid from a day before now (judged by
-// the tablet's clock, which is right) for HTTPSValidity. Renew it by
-// running `masterorder init --renew-https` before it lapses.
+// the tablet's clock, which is right) for HTTPSValidity, never beyond the
+// CA. A box that holds the CA key renews its own before it lapses
+// (node/certrenew); `masterorder init --renew-https` renews them for boxes
+// that do not.
 func (ca *CA) IssueHTTPS(nodeID string, hosts []string) (certPEM, keyPEM []byte, err error) {
-	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
+	return ca.IssueHTTPSAt(nodeID, hosts, time.Now())
+}
+
+// IssueHTTPSAt is IssueHTTPS with now given: the renewer passes its clock.
+func (ca *CA) IssueHTTPSAt(nodeID string, hosts []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	start := now.UTC().Add(-24 * time.Hour).Truncate(time.Second)
 	return ca.issue(nodeID, hosts, start, start.Add(HTTPSValidity), []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
+}
+
+// Hosts is the host list that names the same hosts as cert when issued
+// again for nodeID (its DNS names and IP addresses; nodeID itself is
+// added by the issuer): how a certificate is renewed for the names it has.
+func Hosts(cert *x509.Certificate) []string {
+	var hosts []string
+	for _, d := range cert.DNSNames {
+		if d != cert.Subject.CommonName {
+			hosts = append(hosts, d)
+		}
+	}
+	for _, ip := range cert.IPAddresses {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts
 }
 
 func (ca *CA) issue(nodeID string, hosts []string, start, end time.Time, usages []x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
