@@ -87,6 +87,13 @@ export const HEALTH_STRINGS = {
     'health.restart.power': '{time} に起動しました（電源が切れたか、端末が固まっていたため）',
     'health.restart.unknown': '{time} に再起動しました（理由はわかりません）',
     'health.restart.column': '最後の起動',
+    'health.cert.warn': '端末 {id} の安全な接続のための証明書が {date} に切れます。自動で更新できませんでした。切れると、スタッフ用のタブレットと厨房の画面はこの端末につながらなくなります。',
+    'health.cert.banner': '端末 {id} の証明書が {date} に切れます。自動で更新できませんでした。',
+    'health.cert.what': 'どうすればいい？',
+    'health.cert.step.no_ca_key': 'この端末は自分で証明書を更新できないしくみで設定されています。お店を設定した人（販売店や技術者）に連絡し、{date} より前に証明書の更新を頼んでください。',
+    'health.cert.step.ca_expiring': 'お店全体の証明書の期限が近づいています。お店を設定した人（販売店や技術者）に連絡し、{date} より前に設定のやり直しを頼んでください。',
+    'health.cert.step.write_failed': '新しい証明書をメモリーカードに書き込めませんでした。カードがいっぱいか傷んでいるかもしれません。カードを交換するか、お店を設定した人に連絡してください。',
+    'health.cert.step.other': 'お店を設定した人（販売店や技術者）に連絡し、{date} より前に証明書の更新を頼んでください。下の「くわしい情報」を伝えてください。',
   },
   en: {
     'health.summary': '{n} of {total} boxes working',
@@ -146,6 +153,13 @@ export const HEALTH_STRINGS = {
     'health.restart.power': 'Started at {time} after the power was cut or the box froze',
     'health.restart.unknown': 'Restarted at {time} (the reason is not known)',
     'health.restart.column': 'Last start',
+    'health.cert.warn': 'Box {id}’s certificate for secure connections ends on {date}, and it could not renew it by itself. After that, staff tablets and kitchen screens cannot connect to this box.',
+    'health.cert.banner': 'Box {id}’s certificate ends on {date} and could not renew itself.',
+    'health.cert.what': 'What to do',
+    'health.cert.step.no_ca_key': 'This box was set up in a way that does not let it renew its certificate itself. Before {date}, ask whoever set up the store (your dealer or technician) to renew it.',
+    'health.cert.step.ca_expiring': 'The store’s own certificate is coming to its end. Before {date}, ask whoever set up the store (your dealer or technician) to set it up again.',
+    'health.cert.step.write_failed': 'The new certificate could not be written to the memory card: the card may be full or worn out. Replace the card, or ask whoever set up the store.',
+    'health.cert.step.other': 'Before {date}, ask whoever set up the store (your dealer or technician) to renew the certificate, and give them the details below.',
   },
 };
 
@@ -191,6 +205,7 @@ export function healthOf(st, now) {
       downForMs: since && !st.clockSuspect ? Math.max(0, now - since.getTime()) : null,
       disk: disk && DISK_TROUBLE.includes(disk.state) ? disk : null,
       restart: restartOf(n.lastRestart, now),
+      cert: certOf(n.certificates),
     });
   }
   const voters = boxes.filter((b) => b.voter).length;
@@ -204,6 +219,45 @@ export function healthOf(st, now) {
     clockSuspect: !!(st && st.clockSuspect),
     banner: boxes.filter((b) => (!b.reachable && b.downForMs != null && b.downForMs > BANNER_AFTER_MS) || b.disk),
   };
+}
+
+// certOf reads a member's certificates: the warning when one of them
+// lapses within a month and the box could not renew it (warn), else null.
+function certOf(c) {
+  if (!c || c.warn !== true) return null;
+  const at = parseTime(c.lapsesAt);
+  if (!at) return null;
+  return { at, problem: c.problem || '', raw: c };
+}
+
+// certWords: "Box b's certificate … ends on 2027/1/5 …" (long for the
+// page, short for the banner).
+export function certWords(t, box, lang, short) {
+  return t(short ? 'health.cert.banner' : 'health.cert.warn', { id: box.id, date: dateWords(box.cert.at, lang) });
+}
+
+// certStep: what the owner does about it, by why the box could not.
+export function certStep(t, box, lang) {
+  const known = ['no_ca_key', 'ca_expiring', 'write_failed'];
+  const key = 'health.cert.step.' + (known.includes(box.cert.problem) ? box.cert.problem : 'other');
+  return t(key, { id: box.id, date: dateWords(box.cert.at, lang) });
+}
+
+// certDetails: the technical words ("no_ca_key: … ; lapses …").
+export function certDetails(c) {
+  const parts = [];
+  if (c.problem) parts.push(c.problem + (c.detail ? ': ' + c.detail : ''));
+  if (c.httpsNotAfter) parts.push('HTTPS ' + c.httpsNotAfter);
+  if (c.nodeNotAfter) parts.push('node ' + c.nodeNotAfter);
+  if (c.caNotAfter) parts.push('CA ' + c.caNotAfter);
+  return parts.join('; ');
+}
+
+// dateWords: "2027/1/5" (ja), "5 January 2027" (en).
+export function dateWords(d, lang) {
+  return lang === 'en'
+    ? d.toLocaleDateString('en-GB', { year: 'numeric', month: 'long', day: 'numeric' })
+    : d.toLocaleDateString('ja-JP', { year: 'numeric', month: 'numeric', day: 'numeric' });
 }
 
 // restartOf reads a member's lastRestart; null when it has none (its first
@@ -260,13 +314,15 @@ export function diskWords(t, box) {
 }
 
 // bannerLines: what the banner says for a health, one line per box; tail
-// is the app's "where to look" sentence key.
-export function bannerLines(t, health, now, lang, tail) {
+// is the app's "where to look" sentence key; certs: certificates that
+// lapse within a month too (the console's banner, not the kitchen's).
+export function bannerLines(t, health, now, lang, tail, certs) {
   const lines = [];
   for (const b of health.banner) {
     if (!b.reachable) lines.push(downWords(t, b, now, lang, 'health.banner.'));
     else if (b.disk) lines.push(diskWords(t, b));
   }
+  if (certs) for (const b of health.boxes) if (b.cert) lines.push(certWords(t, b, lang, true));
   if (lines.length && tail) lines.push(t(tail));
   return lines;
 }
@@ -274,8 +330,8 @@ export function bannerLines(t, health, now, lang, tail) {
 // createHealthBanner polls the staff status (with the page's staff API,
 // whose token may be a kitchen one) and fills el with bannerLines while
 // some box has been silent more than five minutes or has a card in
-// trouble.
-export function createHealthBanner({ el, api, T, tail }) {
+// trouble (or, with certs, a certificate that lapses within a month).
+export function createHealthBanner({ el, api, T, tail, certs }) {
   let timer = null;
   let health = null;
 
@@ -290,7 +346,7 @@ export function createHealthBanner({ el, api, T, tail }) {
   }
 
   function render() {
-    const lines = health ? bannerLines(T.t, health, Date.now(), T.lang(), tail) : [];
+    const lines = health ? bannerLines(T.t, health, Date.now(), T.lang(), tail, certs) : [];
     while (el.firstChild) el.removeChild(el.firstChild);
     for (const line of lines) {
       const p = document.createElement('div');

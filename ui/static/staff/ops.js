@@ -2,7 +2,7 @@
 // cluster page.
 
 import { nodeBase, fetchWithTimeout } from '/assets/cluster.js';
-import { healthOf, downWords, diskWords, sinceWords, restartWords, restartDetails } from '/assets/health.js';
+import { healthOf, downWords, diskWords, sinceWords, restartWords, restartDetails, certWords, certStep, certDetails } from '/assets/health.js';
 import { $, h, clear, show, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
 
 function yesNo(T, v) {
@@ -303,6 +303,19 @@ export function createClusterPage({ api, T, onStatus }) {
               h('summary', { text: T.t('health.disk.how') }),
               h('ol', null, ['step1', 'step2', 'step3'].map((k) => h('li', { text: T.t('health.disk.' + k, { id: b.id }) }))),
             ),
+          ),
+        );
+      }
+      // A certificate that lapses within a month and that the box could
+      // not renew: what happens, what to do, the reason for a technician.
+      if (b.cert) {
+        problems.append(
+          h(
+            'div',
+            { class: 'card health-problem', dataset: { problem: 'cert', certProblem: b.cert.problem, boxId: b.id } },
+            h('p', { class: 'health-warn', text: certWords(T.t, b, lang) }),
+            h('details', { class: 'what-to-do', open: true }, h('summary', { text: T.t('health.cert.what') }), h('p', { text: certStep(T.t, b, lang) })),
+            h('details', { class: 'cert-details' }, h('summary', { text: T.t('health.details') }), h('p', { class: 'mono small-text', text: certDetails(b.cert.raw) })),
           ),
         );
       }

@@ -31,7 +31,7 @@ const T = createI18n(
 const api = createStaffApi();
 // The banner over every page while a box has been silent five minutes or
 // its memory card is in trouble; the cluster page feeds it what it shows.
-const health = createHealthBanner({ el: $('#health-banner'), api, T, tail: 'health.banner.console' });
+const health = createHealthBanner({ el: $('#health-banner'), api, T, tail: 'health.banner.console', certs: true });
 const ctx = { api, T, onStatus: (st) => health.show(st) };
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
