@@ -224,7 +224,8 @@ func initStore(_ context.Context, args []string, e env) error {
 
 // renewHTTPS re-issues each box's HTTPS certificate (same names: its
 // https_addr host and public_url's host) under the cluster CA in DIR/tls.
-// Copy the new tls/ID-https*.pem to each box and restart it.
+// Copy the new tls/ID-https*.pem to each box: a running box serves the
+// new pair from its next hourly check (node/certrenew), no restart.
 func renewHTTPS(dir string, stdout io.Writer) error {
 	tlsDir, ca, boxes, err := readInitDir(dir, "--renew-https")
 	if err != nil {
@@ -250,7 +251,7 @@ func renewHTTPS(dir string, stdout io.Writer) error {
 	if renewed == 0 {
 		return badUsage("--renew-https: no box config with https_addr in " + dir)
 	}
-	fmt.Fprintf(stdout, "renewed %d HTTPS certificates; copy them to the boxes and restart each\n", renewed)
+	fmt.Fprintf(stdout, "renewed %d HTTPS certificates; copy them to the boxes (each serves its new one within the hour, no restart)\n", renewed)
 	return nil
 }
 
