@@ -18,7 +18,12 @@
 //     `init` does not make fresh certificates "not yet valid";
 //   - NotAfter = max(now, ValidityStart) + validFor, with validFor defaulting
 //     to 30 years (DefaultValidity), so a store never meets a sudden
-//     expiry; rotating means running `init` again.
+//     expiry; rotating means running `init` again. Node certificates
+//     never outlive the CA, so they end with it.
+//
+// Staff HTTPS certificates are the exception (IssueHTTPS): 800 days from
+// the issuing box's clock, because tablets refuse longer ones; a box that
+// holds the CA key renews its own (node/certrenew).
 //
 // A clock that reads earlier than ValidityStart has never been set (the
 // software did not exist then). The TLS configurations built here judge
