@@ -181,7 +181,9 @@ func TestRenewalIsInvisibleToATablet(t *testing.T) {
 	if na, _ := get(t, tablet, url); !na.Equal(old.NotAfter) {
 		t.Fatalf("first handshake saw %v, want %v", na, old.NotAfter)
 	}
+	began := time.Now()
 	st := r.Check()
+	t.Logf("a check that renews took %v (issue, write both files durably, swap)", time.Since(began))
 	if st.RenewedAt == "" || st.Problem != "" || st.Warn {
 		t.Fatalf("status after renewal: %+v", st)
 	}
