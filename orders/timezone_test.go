@@ -2,6 +2,8 @@ package orders_test
 
 import (
 	"errors"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -155,5 +157,18 @@ func TestTimeZoneConfig(t *testing.T) {
 		if c.ok && err != nil || !c.ok && (err == nil || !errors.As(err, &ce) || ce.Setting != "shop.time_zone") {
 			t.Errorf("time_zone %q: %v, want ok=%v", c.zone, err, c.ok)
 		}
+	}
+}
+
+// TestZoneDatabaseInTheBinary: the binary carries the zone database
+// (time/tzdata), so a box whose root has no /usr/share/zoneinfo still
+// prints Tokyo's time.
+func TestZoneDatabaseInTheBinary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "masterorder").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !slices.Contains(strings.Fields(string(out)), "time/tzdata") {
+		t.Fatal("the masterorder binary does not link time/tzdata")
 	}
 }
