@@ -139,7 +139,7 @@ func hashFor(t *testing.T, pw string) string {
 func runWizard(t *testing.T, b *setupBox, ids []string, code string) setup.Progress {
 	t.Helper()
 	req := setup.CreateRequest{Boxes: ids, ShopName: "Ramen Tanaka", ManagerPasswordHash: hashFor(t, setupManagerPW),
-		KitchenPasswordHash: hashFor(t, setupKitchenPW), TaxRatePercent: 10, SetupCode: code}
+		KitchenPasswordHash: hashFor(t, setupKitchenPW), TaxRatePercent: 10, SetupCode: code, TimeZone: "Asia/Tokyo"}
 	if st := jsonCall(t, http.DefaultClient, "POST", "http://"+b.addr+"/setup/api/create", nil, req, nil); st != 202 {
 		t.Fatalf("create: %d", st)
 	}
@@ -204,6 +204,9 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 		{"a cost-13 hash", form(func(f map[string]any) { f["kitchenPasswordHash"] = strings.Replace(kitchen, "$10$", "$13$", 1) }), "BAD_PASSWORD_HASH", "kitchenPasswordHash"},
 		{"a hash cut short", form(func(f map[string]any) { f["kitchenPasswordHash"] = kitchen[:59] }), "BAD_PASSWORD_HASH", "kitchenPasswordHash"},
 		{"one hash for both", form(func(f map[string]any) { f["kitchenPasswordHash"] = manager }), "SAME_PASSWORDS", "kitchenPasswordHash"},
+		// The boxes' own rule ([shop] time_zone), before any box is claimed.
+		{"a zone no box knows", form(func(f map[string]any) { f["timeZone"] = "Asia/Atlantis" }), "INVALID_TIME_ZONE", "timeZone"},
+		{"the box's own zone by name", form(func(f map[string]any) { f["timeZone"] = "Local" }), "INVALID_TIME_ZONE", "timeZone"},
 	} {
 		var r struct{ ReasonCode, Field, Message string }
 		if st := jsonCall(t, http.DefaultClient, "POST", "http://"+boxes[0].addr+"/setup/api/create", nil, c.body, &r); st != 400 || r.ReasonCode != c.code || r.Field != c.field {
@@ -242,6 +245,9 @@ func TestSetupWizardFormsCluster(t *testing.T) {
 			t.Errorf("box %d: the config's hashes do not take the wizard's passwords", i)
 		}
 		managerHashes = append(managerHashes, cfg.Staff.PasswordHash)
+		if cfg.Shop.TimeZone != "Asia/Tokyo" {
+			t.Errorf("box %d: time_zone %q, want the wizard's Asia/Tokyo", i, cfg.Shop.TimeZone)
+		}
 		filepath.WalkDir(filepath.Dir(b.layout.EtcDir), func(path string, d os.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
 				if data, err := os.ReadFile(path); err == nil && (bytes.Contains(data, []byte(setupManagerPW)) || bytes.Contains(data, []byte(setupKitchenPW))) {

@@ -86,6 +86,8 @@ var messages = map[string][2]string{
 		"Address name for guests: use a name that ends in “.local” (for example masterorder.local), with lower-case letters, digits and hyphens; leave it empty for masterorder.local."},
 	"INVALID_SHOP_NAME": {"「お店の名前」を入れてください（100文字まで、1行で）。", "Shop name: type the shop's name (up to 100 characters, on one line)."},
 	"INVALID_TAX_RATE":  {"「消費税率（%）」は0から100までの数にしてください。", "Tax rate (%): type a number from 0 to 100."},
+	// The wizard's and the console's time zone (orders/timezone.go).
+	"INVALID_TIME_ZONE": {"「タイムゾーン」は一覧から選んでください（日本なら Asia/Tokyo）。", "Time zone: choose one from the list (in Japan, Asia/Tokyo)."},
 	"WEAK_PASSWORD":     {"パスワードが推測されやすいです。10文字以上で、よくある言葉や連番を避けてください。", "The password is too easy to guess: use at least 10 characters, not a common word or a run."},
 	"SAME_PASSWORDS":    {"キッチン用と店長用のパスワードは別にしてください。", "The kitchen password must differ from the manager password."},
 	"PLAIN_PASSWORD":    {"パスワードはそのまま送れません。このページを読み込み直してください。", "A password is never sent as it is (only its bcrypt hash): reload this page."},

@@ -348,6 +348,8 @@ type Status struct {
 	CloudSync any `json:"cloudSync,omitempty"`
 	// ShopName is the shop's name, for the staff screen's header (AddStatus).
 	ShopName string `json:"shopName,omitempty"`
+	// TimeZone is the store's time zone, the screens' times' (AddStatus).
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // AddStatus installs fn to fill the domain's part of the status.

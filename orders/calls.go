@@ -123,7 +123,8 @@ type callEvent struct {
 
 type closeDayCmd struct {
 	// Label is the business date (YYYY-MM-DD) the proposer computed from
-	// its wall clock (reports.go businessDate): Apply knows no time zone.
+	// its wall clock in the store's zone (reports.go businessDate): Apply
+	// knows no time zone.
 	Label string `json:"label"`
 	Force bool   `json:"force,omitempty"`
 }

@@ -110,7 +110,10 @@ func applyCloudState(ctx *raftfsm.ApplyContext, tx *kv.Tx, c cloudState) ([]byte
 // the leader.
 func (s *Service) startCloudSync(n *node.Node) error {
 	fc := s.cfg.Firestore
-	n.AddStatus(func(st *node.Status) { st.CloudSync, st.ShopName = s.cloudStatus(), s.cfg.Shop.Name })
+	n.AddStatus(func(st *node.Status) {
+		st.CloudSync, st.ShopName = s.cloudStatus(), s.cfg.Shop.Name
+		_, st.TimeZone, _ = s.storeZone()
+	})
 	if fc.Enabled {
 		syncer, err := cloudsync.New(s.syncConfig(fc.ProjectID, fc.CredentialsFile, nil), outbox{s}, s.node.Logger())
 		if err != nil {

@@ -25,7 +25,8 @@ const (
 	CmdRevokeToken    raftfsm.CommandType = 43
 	CmdHousekeeping   raftfsm.CommandType = 44
 	CmdCloudState     raftfsm.CommandType = 45
-	// CmdCloudSetting (46) is in cloud_setting.go.
+	// CmdCloudSetting (46) is in cloud_setting.go, CmdShopTimeZone (123)
+	// in timezone.go.
 )
 
 // commandVersions is the newest version of each domain command this build
@@ -95,6 +96,8 @@ func registerTable(tab commandTable) {
 	// cloud.go, cloud_setting.go, preadmit.go
 	register(tab, CmdCloudState, "orders.cloudState", applyCloudState)
 	register(tab, CmdCloudSetting, "orders.cloudSetting", applyCloudSetting)
+	// timezone.go
+	register(tab, CmdShopTimeZone, "orders.shopTimeZone", applyShopTimeZone)
 	register(tab, CmdRejectionSummary, "orders.rejectionSummary", applyRejectionSummary)
 	// calls.go, printing.go, bump.go
 	registerCalls(tab)

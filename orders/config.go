@@ -93,6 +93,12 @@ type ShopConfig struct {
 	// TaxRatePercent: prices are tax-inclusive; bills show the tax inside
 	// them at this rate (nil: 10).
 	TaxRatePercent *int `toml:"tax_rate_percent"`
+	// TimeZone is the store's time zone, an IANA name ("Asia/Tokyo"):
+	// receipts, tickets, reports, day labels and the screens' times use
+	// it. The wizard writes the owner's choice into every box; the
+	// console's setting, replicated, wins over it (timezone.go). Empty:
+	// the box's own zone.
+	TimeZone string `toml:"time_zone,omitempty"`
 }
 
 // TaxRate is tax_rate_percent with its default.
@@ -197,6 +203,11 @@ func (c *Config) Validate() error {
 	}
 	if utf8.RuneCountInString(c.Shop.Name) > 100 || strings.ContainsFunc(c.Shop.Name, unicode.IsControl) {
 		return bad("shop.name", "must be at most 100 characters, without control characters")
+	}
+	if c.Shop.TimeZone != "" {
+		if _, err := LoadZone(c.Shop.TimeZone); err != nil {
+			return bad("shop.time_zone", err.Error())
+		}
 	}
 	if c.Firestore.Enabled {
 		if c.Firestore.ProjectID != "" && !node.ValidID(c.Firestore.ProjectID) {

@@ -146,13 +146,17 @@ func fzSeeds() [][]byte {
 	add(CmdImportMenu, importMenuCmd{Items: []upsertMenuCmd{{Item: gyoza, Content: &store.ContentPatch{Allergens: &allergens}},
 		{Item: store.MenuItem{MenuID: "karaage", Name: "唐揚げ", Price: 500, Available: true, Toppings: []store.Topping{}}}}})
 	add(CmdImportMenu, importMenuCmd{Items: []upsertMenuCmd{{Item: gyoza}, {Item: gyoza}}})
+	// The store's time zone (timezone.go): a name, one no database has, a bad shape.
+	add(CmdShopTimeZone, shopTimeZoneCmd{Zone: "Asia/Tokyo", SetAt: 1})
+	add(CmdShopTimeZone, shopTimeZoneCmd{Zone: "Mars/Olympus"})
+	add(CmdShopTimeZone, shopTimeZoneCmd{Zone: "Local"})
 	add(kv.CmdOp, map[string]any{"op": "txn", "conds": []map[string]any{{"key": "lock:x"}}, "ops": []map[string]any{{"key": "lock:x", "delete": true}}})
 	add(kv.CmdExpire, map[string]any{"limit": 10})
 	// Malformed payloads of known types: bad JSON, wrong types, values the
 	// HTTP layer never sends.
 	for _, t := range []raftfsm.CommandType{kv.CmdOp, kv.CmdExpire, CmdUpsertMenu, CmdSetStock, CmdOpenSession, CmdPlaceOrder, CmdSetOrderStatus,
 		CmdCheckoutBegin, CmdCheckoutCancel, CmdCheckout, CmdPINFailure, CmdForceRelease, CmdOutboxSynced, CmdRevokeToken, CmdHousekeeping,
-		CmdGuestCall, CmdCallDone, CmdCloseDay, CmdSetMenuImage, CmdSetCategoryNames, CmdImportMenu} {
+		CmdGuestCall, CmdCallDone, CmdCloseDay, CmdSetMenuImage, CmdSetCategoryNames, CmdImportMenu, CmdShopTimeZone} {
 		add(t, "")
 		add(t, "{")
 		add(t, "[]")

@@ -525,7 +525,7 @@ func (s *Service) printOne(ctx context.Context, p store.Printer, job store.Print
 	if r.Status != http.StatusOK {
 		return errLostRace
 	}
-	data := append(escpos.Render(doc, job.Attempts > 0, time.Local), escpos.StatusRequest...)
+	data := append(escpos.Render(doc, job.Attempts > 0, s.zone()), escpos.StatusRequest...)
 	conn.SetDeadline(time.Now().Add(printIOTimeout))
 	if _, err := conn.Write(data); err != nil {
 		return fmt.Errorf("send: %w", err)

@@ -17,13 +17,16 @@ import (
 
 // A business day runs from one day close to the next (Raft indexes, so
 // every replica cuts it at the same order). Its date label is the date of
-// its close on the proposing box's local clock, less dayCutoff: a close at
-// 01:30 after a late service labels the day before. The day not closed
-// yet is labelled by the same rule from now.
+// its close in the store's time zone (timezone.go) on the proposing box's
+// clock, less dayCutoff: a close at 01:30 after a late service labels the
+// day before. The label travels in the close's command, so Apply knows no
+// zone. The day not closed yet is labelled by the same rule from now.
 const dayCutoff = 5 * time.Hour
 
-// businessDate is the label of a business day ending at t.
-func businessDate(t time.Time) string { return t.Local().Add(-dayCutoff).Format("2006-01-02") }
+// businessDate is the label of a business day ending at t in zone loc.
+func businessDate(t time.Time, loc *time.Location) string {
+	return t.In(loc).Add(-dayCutoff).Format("2006-01-02")
+}
 
 func validDate(s string) bool {
 	_, err := time.Parse("2006-01-02", s)
@@ -38,14 +41,14 @@ type daySpan struct {
 }
 
 // businessDays are every closed day plus the open one.
-func businessDays(closes []store.DayClose, now time.Time) []daySpan {
+func businessDays(closes []store.DayClose, now time.Time, loc *time.Location) []daySpan {
 	var out []daySpan
 	var prev uint64
 	for _, d := range closes {
 		out = append(out, daySpan{label: d.Label, lo: prev, hi: d.ClosedIndex})
 		prev = d.ClosedIndex
 	}
-	return append(out, daySpan{label: businessDate(now), lo: prev})
+	return append(out, daySpan{label: businessDate(now, loc), lo: prev})
 }
 
 // ReportRow is one group of a sales report.
@@ -77,8 +80,9 @@ type SalesReport struct {
 
 var reportBy = map[string]bool{"day": true, "hour": true, "item": true, "table": true, "payment": true}
 
-// buildReport groups the orders of the spans by `by`; rate is the tax rate.
-func buildReport(db store.DB, spans []daySpan, by string, rate int64) (SalesReport, error) {
+// buildReport groups the orders of the spans by `by`; rate is the tax
+// rate, loc the store's zone (the hours').
+func buildReport(db store.DB, spans []daySpan, by string, rate int64, loc *time.Location) (SalesReport, error) {
 	rep := SalesReport{By: by, Rows: []ReportRow{}}
 	groups := map[string]*ReportRow{}
 	row := func(key, name string) *ReportRow {
@@ -121,7 +125,7 @@ func buildReport(db store.DB, spans []daySpan, by string, rate int64) (SalesRepo
 			case "day":
 				key = sp.label
 			case "hour":
-				key = time.UnixMilli(o.CreatedMs).Local().Format("15")
+				key = time.UnixMilli(o.CreatedMs).In(loc).Format("15")
 			case "table":
 				key = o.TableID
 			case "payment":
@@ -155,7 +159,8 @@ func (s *Service) taxRate() int64 { return int64(s.cfg.Shop.TaxRate()) }
 
 // salesReport serves a report from the local replica.
 func (s *Service) salesReport(c echo.Context) error {
-	today := businessDate(time.Now())
+	loc := s.zone()
+	today := businessDate(s.wall(), loc)
 	from, to, by := c.QueryParam("from"), c.QueryParam("to"), c.QueryParam("by")
 	if from == "" {
 		from = today
@@ -180,12 +185,12 @@ func (s *Service) salesReport(c echo.Context) error {
 			return err
 		}
 		var spans []daySpan
-		for _, sp := range businessDays(closes, time.Now()) {
+		for _, sp := range businessDays(closes, s.wall(), loc) {
 			if sp.label >= from && sp.label <= to {
 				spans = append(spans, sp)
 			}
 		}
-		rep, err = buildReport(db, spans, by, s.taxRate())
+		rep, err = buildReport(db, spans, by, s.taxRate(), loc)
 		return err
 	})
 	if err != nil {
@@ -223,7 +228,8 @@ func (s *Service) closeDay(c echo.Context) error {
 	if force != "" && force != "true" && force != "false" {
 		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
 	}
-	r, err := s.propose(c.Request().Context(), CmdCloseDay, closeDayCmd{Label: businessDate(time.Now()), Force: force == "true"}, false)
+	loc := s.zone()
+	r, err := s.propose(c.Request().Context(), CmdCloseDay, closeDayCmd{Label: businessDate(s.wall(), loc), Force: force == "true"}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -243,9 +249,9 @@ func (s *Service) closeDay(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, sp := range businessDays(closes, time.Now()) {
+		for _, sp := range businessDays(closes, s.wall(), loc) {
 			if sp.hi == closed.ClosedIndex {
-				rep, err = buildReport(db, []daySpan{sp}, "item", s.taxRate())
+				rep, err = buildReport(db, []daySpan{sp}, "item", s.taxRate(), loc)
 				return err
 			}
 		}

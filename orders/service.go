@@ -100,6 +100,9 @@ type Service struct {
 	// cloudStatusFn stands in for the cloud sync status in tests.
 	cloudStatusFn func() CloudSyncStatus
 	pages         func(*echo.Echo, *echo.Group) // Options.Pages
+	// wall is the box's wall clock (node.Options.WallClock): what a
+	// business day's label and the console's stamps are read from.
+	wall func() time.Time
 }
 
 // Options configure a Service.
@@ -136,6 +139,7 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 		s.passwordHash = opts.StaffPasswordHash
 	}
 	s.pages = opts.Pages
+	s.wall = n.WallClock
 	issuer := &staffauth.Issuer{Secret: secret, TTL: cfg.Staff.TokenTTL.Duration,
 		// Expiry is judged on FSM time, which every node agrees on even
 		// when their wall clocks do not.
@@ -215,6 +219,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	}
 	s.printerRoutes(staff)
 	s.cloudRoutes(staff)
+	s.timeZoneRoutes(staff)
 	s.contentRoutes(e, staff)
 	s.menuImportRoutes(staff)
 

@@ -19,7 +19,10 @@ type CreateRequest struct {
 	KitchenPasswordHash string `json:"kitchenPasswordHash"`
 	TaxRatePercent      int    `json:"taxRatePercent"`
 	GuestName           string `json:"guestName"` // default masterorder.local
-	SetupCode           string `json:"setupCode,omitempty"`
+	// TimeZone is the store's time zone, an IANA name; the page offers
+	// the owner's phone's. Empty: none written (the boxes' own, UTC).
+	TimeZone  string `json:"timeZone,omitempty"`
+	SetupCode string `json:"setupCode,omitempty"`
 }
 
 // createBody is what POST /setup/api/create reads: the form, and the
@@ -36,14 +39,15 @@ const DefaultGuestName = "masterorder.local"
 
 // validate checks what of the form no box config holds (the boxes, the
 // passwords' hashes); a refusal names the field. The settings the boxes
-// keep (the guest name, the shop's name, the tax rate) are checked by the
-// boxes' own rule: checkSettings.
+// keep (the guest name, the shop's name, the tax rate, the time zone) are
+// checked by the boxes' own rule: checkSettings.
 func (req *CreateRequest) validate() *httpapi.Refusal {
 	bad := func(code, field string) *httpapi.Refusal {
 		return &httpapi.Refusal{Status: http.StatusBadRequest, Code: code, Field: field}
 	}
 	req.ShopName = strings.TrimSpace(req.ShopName)
 	req.GuestName = strings.ToLower(strings.TrimSpace(req.GuestName))
+	req.TimeZone = strings.TrimSpace(req.TimeZone)
 	if req.GuestName == "" {
 		req.GuestName = DefaultGuestName
 	}
@@ -82,6 +86,7 @@ var settingFields = map[string]struct{ field, code string }{
 	"shop.name":             {"shopName", "INVALID_SHOP_NAME"},
 	"shop_id":               {"shopName", "INVALID_SHOP_NAME"},
 	"shop.tax_rate_percent": {"taxRatePercent", "INVALID_TAX_RATE"},
+	"shop.time_zone":        {"timeZone", "INVALID_TIME_ZONE"},
 }
 
 // checkSettings runs the boxes' own config check over the cluster the

@@ -108,6 +108,7 @@ func (w *Wizard) makeCluster(req CreateRequest) (*cluster.Cluster, error) {
 	cl.TaxRatePercent = &tax
 	cl.PublicURL = guestURL(req.GuestName, w.box.ports.HTTP)
 	cl.MDNSName = req.GuestName // the members answer it (node/lanname)
+	cl.TimeZone = req.TimeZone
 	return cl, nil
 }
 

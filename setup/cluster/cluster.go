@@ -74,6 +74,7 @@ type Config struct {
 	Shop struct {
 		Name           string `toml:"name,omitempty" json:"name,omitempty"`
 		TaxRatePercent *int   `toml:"tax_rate_percent,omitempty" json:"tax_rate_percent,omitempty"`
+		TimeZone       string `toml:"time_zone,omitempty" json:"time_zone,omitempty"`
 	} `toml:"shop" json:"shop"`
 	TLS node.TLSConfig `toml:"tls" json:"tls"`
 }
@@ -198,6 +199,7 @@ type Cluster struct {
 	PlainHTTP           bool   // labs only: no HTTPS listener, staff over HTTP
 	TaxRatePercent      *int
 	ShopName            string // as the owner wrote it: the headers show it
+	TimeZone            string // the store's time zone ([shop] time_zone; "": none)
 }
 
 // New makes a fresh cluster CA and secrets for shopID; the caller fills
@@ -218,7 +220,8 @@ func New(shopID string) (*Cluster, error) {
 func FromMember(cfg orders.FileConfig, ca *pki.CA) *Cluster {
 	c := &Cluster{CA: ca, ShopID: cfg.ShopID, ClusterSecret: cfg.ClusterSecret, TokenSecret: cfg.Staff.TokenSecret,
 		StaffPasswordHash: cfg.Staff.PasswordHash, KitchenPasswordHash: cfg.Staff.KitchenPasswordHash,
-		PublicURL: cfg.PublicURL, MDNSName: cfg.MDNSName, PlainHTTP: cfg.HTTPSAddr == "", TaxRatePercent: cfg.Shop.TaxRatePercent, ShopName: cfg.Shop.Name}
+		PublicURL: cfg.PublicURL, MDNSName: cfg.MDNSName, PlainHTTP: cfg.HTTPSAddr == "", TaxRatePercent: cfg.Shop.TaxRatePercent, ShopName: cfg.Shop.Name,
+		TimeZone: cfg.Shop.TimeZone}
 	return c
 }
 
@@ -260,7 +263,7 @@ func (c *Cluster) config(self Box, peers []node.Peer, join bool) Config {
 		PublicURL: c.PublicURL, MDNSName: c.MDNSName, ClusterSecret: c.ClusterSecret, Join: join, Peers: peers}
 	cfg.HTTP.AllowPlainStaff = c.PlainHTTP
 	cfg.Staff.PasswordHash, cfg.Staff.TokenSecret, cfg.Staff.KitchenPasswordHash = c.StaffPasswordHash, c.TokenSecret, c.KitchenPasswordHash
-	cfg.Shop.TaxRatePercent, cfg.Shop.Name = c.TaxRatePercent, c.ShopName
+	cfg.Shop.TaxRatePercent, cfg.Shop.Name, cfg.Shop.TimeZone = c.TaxRatePercent, c.ShopName, c.TimeZone
 	return cfg
 }
 

@@ -104,16 +104,69 @@ export function mmss(ms) {
   return hh > 0 ? hh + ':' + pad2(mm) + ':' + pad2(ss) : mm + ':' + pad2(ss);
 }
 
+// The store's time zone (timeZone of the staff status, an IANA name):
+// the screens show times in it, whatever zone the tablet runs in. Unset
+// (or a name this browser does not know): the tablet's own.
+let storeZone = '';
+let zoneFormat = null;
+
+// fieldsFormat reads an instant's fields in zone z ('' : the tablet's);
+// it throws for a zone this browser does not know.
+function fieldsFormat(z) {
+  return new Intl.DateTimeFormat('en-US', {
+    timeZone: z || undefined, hourCycle: 'h23',
+    year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+  });
+}
+
+// setStoreZone sets the zone times are shown in; true when it changed.
+export function setStoreZone(zone) {
+  const z = typeof zone === 'string' ? zone : '';
+  if (z === storeZone && zoneFormat) return false;
+  try {
+    zoneFormat = fieldsFormat(z);
+  } catch (_) {
+    return false; // a zone this browser does not know: keep the one we have
+  }
+  storeZone = z;
+  return true;
+}
+
+// storeZoneName is the zone set by setStoreZone ('' : the tablet's).
+export function storeZoneName() {
+  return storeZone;
+}
+
+// zoned is instant t (a Date or ms) on the store's clock:
+// {year, month (1–12), day, hour (0–23), minute, second}.
+export function zoned(t) {
+  if (!zoneFormat) zoneFormat = fieldsFormat('');
+  const out = {};
+  for (const p of zoneFormat.formatToParts(t instanceof Date ? t : new Date(t))) {
+    if (p.type !== 'literal') out[p.type] = Number(p.value);
+  }
+  if (out.hour === 24) out.hour = 0;
+  return out;
+}
+
+// dateOf is "YYYY-MM-DD" of instant t on the store's clock.
+export function dateOf(t) {
+  const z = zoned(t);
+  return z.year + '-' + pad2(z.month) + '-' + pad2(z.day);
+}
+
 export function timeOf(iso) {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return '';
-  return pad2(d.getHours()) + ':' + pad2(d.getMinutes());
+  const z = zoned(d);
+  return pad2(z.hour) + ':' + pad2(z.minute);
 }
 
 export function dateTimeOf(iso) {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso || '');
-  return d.getFullYear() + '-' + pad2(d.getMonth() + 1) + '-' + pad2(d.getDate()) + ' ' + pad2(d.getHours()) + ':' + pad2(d.getMinutes()) + ':' + pad2(d.getSeconds());
+  const z = zoned(d);
+  return dateOf(d) + ' ' + pad2(z.hour) + ':' + pad2(z.minute) + ':' + pad2(z.second);
 }
 
 let toastTimer = null;

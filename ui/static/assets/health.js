@@ -10,6 +10,8 @@
 // banners of the console and the kitchen both read it; Raft figures and
 // systemd's words stay on the cluster page under "details".
 
+import { dateOf, setStoreZone, storeZoneName } from './dom.js';
+
 // A box silent this long puts a banner on the console and the kitchen: a
 // reboot or an unplugged cable for a minute is not worth a banner.
 export const BANNER_AFTER_MS = 5 * 60 * 1000;
@@ -284,14 +286,14 @@ export function restartDetails(r) {
   return parts.join('; ');
 }
 
-// sinceWords: "10:42" today, "12/2 10:42" on another day (browser's
-// locale).
+// sinceWords: "10:42" today, "12/2 10:42" on another day, on the store's
+// clock (dom.js setStoreZone).
 export function sinceWords(d, now, lang) {
   const loc = lang === 'en' ? 'en-GB' : 'ja-JP';
-  const time = d.toLocaleTimeString(loc, { hour: '2-digit', minute: '2-digit' });
-  const today = new Date(now);
-  if (d.toDateString() === today.toDateString()) return time;
-  return d.toLocaleDateString(loc, { month: 'numeric', day: 'numeric' }) + ' ' + time;
+  const timeZone = storeZoneName() || undefined;
+  const time = d.toLocaleTimeString(loc, { hour: '2-digit', minute: '2-digit', timeZone });
+  if (dateOf(d) === dateOf(now)) return time;
+  return d.toLocaleDateString(loc, { month: 'numeric', day: 'numeric', timeZone }) + ' ' + time;
 }
 
 // bytesWords: "1.2 GB", "350 MB".
@@ -338,7 +340,10 @@ export function createHealthBanner({ el, api, T, tail, certs }) {
   async function poll() {
     try {
       const st = await api.get('/api/cluster/status', { timeoutMs: 5000 });
-      if (st && Array.isArray(st.nodes)) health = healthOf(st, Date.now());
+      if (st && Array.isArray(st.nodes)) {
+        health = healthOf(st, Date.now());
+        setStoreZone(st.timeZone || ''); // the store's time zone: this page's times
+      }
     } catch (_) {
       // a dead box is the connection banners' business
     }
@@ -373,7 +378,10 @@ export function createHealthBanner({ el, api, T, tail, certs }) {
     // show takes a status fetched elsewhere (the cluster page) so the
     // banner never disagrees with the page under it.
     show(st) {
-      if (st && Array.isArray(st.nodes)) health = healthOf(st, Date.now());
+      if (st && Array.isArray(st.nodes)) {
+        health = healthOf(st, Date.now());
+        setStoreZone(st.timeZone || '');
+      }
       render();
     },
     render,

@@ -12,7 +12,7 @@ import '/assets/shell.js'; // first: draws the shared markup the code below look
 import { createStaffApi, menuBody } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
 import { safeStorage, fetchWithTimeout } from '/assets/cluster.js';
-import { $, h, clear, show, setError, mmss, pad2, toast, confirmDialog } from '/assets/dom.js';
+import { $, h, clear, show, setError, mmss, timeOf, toast, confirmDialog } from '/assets/dom.js';
 import { createCallsPanel, withCallStrings } from '/assets/calls.js';
 import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 
@@ -450,8 +450,7 @@ function tick() {
     el.classList.toggle('age-warn', age >= WARN_MS && age < LATE_MS);
     el.classList.toggle('age-late', age >= LATE_MS);
   }
-  const d = new Date();
-  $('#clock').textContent = pad2(d.getHours()) + ':' + pad2(d.getMinutes());
+  $('#clock').textContent = timeOf(new Date()); // on the store's clock (its time zone)
   // a connection that went silent although the server pings is dead
   if (state.conn === 'live' && Date.now() - state.lastMessageAt > SILENCE_MS) streamLost();
 }

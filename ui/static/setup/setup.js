@@ -12,6 +12,7 @@ import { withHealthStrings } from '/assets/health.js';
 import { STRINGS } from './strings.js';
 import { bcryptHash } from './bcrypt.js';
 import { passwordProblem } from './password-rule.js';
+import { fillZones, phoneZone } from '/assets/zones.js';
 
 // The health strings: the setup sheet names the staff screen's own
 // "Replace … with this box" button, in its words.
@@ -133,12 +134,15 @@ async function identify(id) {
 function renderShop() {
   const needCode = state.boxes.some((b) => state.picked.has(b.id) && b.codeRequired);
   $('#code-field').hidden = !needCode;
+  // The store's time zone: this phone's, which the owner rarely changes.
+  const zone = $('#time-zone');
+  if (!zone.options.length) fillZones(zone, phoneZone() || 'Asia/Tokyo');
 }
 
 // The form's inputs by the field names the server's refusals give.
 const FIELD_INPUTS = {
   shopName: '#shop-name', managerPasswordHash: '#manager-pw', kitchenPasswordHash: '#kitchen-pw',
-  managerPassword: '#manager-pw', kitchenPassword: '#kitchen-pw', taxRatePercent: '#tax-rate', guestName: '#guest-name',
+  managerPassword: '#manager-pw', kitchenPassword: '#kitchen-pw', taxRatePercent: '#tax-rate', guestName: '#guest-name', timeZone: '#time-zone',
 };
 
 // message is the box's words, or [T, key] for the page's own (worded
@@ -180,6 +184,7 @@ async function create(ev) {
     shopName: $('#shop-name').value.trim(),
     taxRatePercent: Number($('#tax-rate').value || 0),
     guestName: $('#guest-name').value.trim(),
+    timeZone: $('#time-zone').value,
     setupCode: $('#setup-code').value.trim(),
   };
   if (!form.shopName) return fieldError('#shop-name', [T, 'setup.shop.needName']);

@@ -4,7 +4,7 @@
 // then every new or changed item goes in one request, all or none
 // (POST /api/staff/menu). The CSV's format: menucsv.js.
 
-import { $, h, clear, show, toast } from '/assets/dom.js';
+import { $, h, clear, show, toast, dateOf } from '/assets/dom.js';
 import { decodeCSV, menuToCSV, planImport, MAX_ROWS } from '/staff/menucsv.js';
 
 // createMenuImport works on the menu page: items() is the menu as shown,
@@ -86,9 +86,7 @@ export function createMenuImport({ api, T, items, reload }) {
 
   function download() {
     const url = URL.createObjectURL(new Blob([menuToCSV(items(), T.lang())], { type: 'text/csv;charset=utf-8' }));
-    const d = new Date();
-    const day = d.getFullYear() + '-' + String(d.getMonth() + 1).padStart(2, '0') + '-' + String(d.getDate()).padStart(2, '0');
-    const a = h('a', { href: url, download: 'menu-' + day + '.csv' });
+    const a = h('a', { href: url, download: 'menu-' + dateOf(Date.now()) + '.csv' }); // the store's date
     document.body.append(a);
     a.click();
     a.remove();

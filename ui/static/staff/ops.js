@@ -3,7 +3,7 @@
 
 import { nodeBase, fetchWithTimeout } from '/assets/cluster.js';
 import { healthOf, downWords, diskWords, sinceWords, restartWords, restartDetails, certWords, certStep, certDetails } from '/assets/health.js';
-import { $, h, clear, show, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
+import { $, h, clear, show, dateTimeOf, toast, confirmDialog, storeZoneName } from '/assets/dom.js';
 
 function yesNo(T, v) {
   return v ? T.t('common.yesMark') : T.t('common.noMark');
@@ -184,7 +184,7 @@ export function createClusterPage({ api, T, onStatus }) {
     const warn = clear($('#cluster-warnings'));
     clear($('#health-problems'));
     if (failure) warn.append(h('p', { class: 'error', text: T.t('staff.cluster.unavailable', { message: failure.message }) }));
-    $('#cluster-updated').textContent = updatedAt ? T.t('staff.cluster.updated', { time: updatedAt.toLocaleTimeString(T.lang() === 'en' ? 'en-GB' : 'ja-JP') }) : '';
+    $('#cluster-updated').textContent = updatedAt ? T.t('staff.cluster.updated', { time: updatedAt.toLocaleTimeString(T.lang() === 'en' ? 'en-GB' : 'ja-JP', { timeZone: storeZoneName() || undefined }) }) : '';
     const sum = clear($('#cluster-summary'));
     const cloud = clear($('#cluster-cloud'));
     const nodes = clear($('#cluster-nodes'));

@@ -2,7 +2,7 @@
 // sales by hour (an inline SVG bar chart drawn here: no chart library),
 // top items, tables, payment mix, the CSV download, and closing the day.
 
-import { $, h, clear, yen, toast, confirmDialog } from '/assets/dom.js';
+import { $, h, clear, yen, toast, confirmDialog, dateOf } from '/assets/dom.js';
 
 export const REPORT_STRINGS = {
   ja: {
@@ -88,12 +88,11 @@ function svg(tag, attrs, ...children) {
   return el;
 }
 
-// businessDate mirrors the server (orders/reports.go): the local date, a
-// time before 05:00 counting to the day before.
+// businessDate mirrors the server (orders/reports.go): the date in the
+// store's time zone (dom.js setStoreZone), a time before 05:00 counting
+// to the day before.
 export function businessDate(now) {
-  const d = new Date((now || Date.now()) - 5 * 3600 * 1000);
-  const p = (n) => String(n).padStart(2, '0');
-  return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate());
+  return dateOf((now || Date.now()) - 5 * 3600 * 1000);
 }
 
 export function createReportsPage({ api, T }) {

@@ -5,10 +5,11 @@
 import '/assets/shell.js'; // first: draws the shared markup the code below looks up
 import { createStaffApi } from '/assets/staff-api.js';
 import { createI18n } from '/assets/i18n.js';
-import { $, $$, h, clear, show, setError, yen, dateTimeOf, toast, confirmDialog } from '/assets/dom.js';
+import { $, $$, h, clear, show, setError, yen, dateTimeOf, toast, confirmDialog, setStoreZone } from '/assets/dom.js';
 import { STRINGS } from '/staff/strings.js';
 import { createMenuPage, createStockPage } from '/staff/catalog.js';
 import { createAuditPage, createLocksPage, createClusterPage } from '/staff/ops.js';
+import { createTimeZoneCard } from '/staff/timezone.js';
 import { createReportsPage, REPORT_STRINGS } from '/staff/reports.js';
 import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/calls.js';
 import { createHealthBanner, withHealthStrings } from '/assets/health.js';
@@ -306,6 +307,16 @@ function createTablesPage() {
 
 // ---------------------------------------------------------------- shell
 
+// withCard runs a card drawn by its own module on a page: bound, entered,
+// left and worded again with it.
+function withCard(page, card) {
+  const both = (name) => () => {
+    if (page[name]) page[name]();
+    if (card[name]) card[name]();
+  };
+  return { bind: both('bind'), enter: both('enter'), leave: both('leave'), rerender: both('rerender') };
+}
+
 const pages = {
   tables: createTablesPage(),
   menu: createMenuPage(ctx),
@@ -314,7 +325,7 @@ const pages = {
   locks: createLocksPage(ctx),
   printers: createPrintersPage(ctx),
   cloud: createCloudPage(ctx),
-  cluster: createClusterPage(ctx),
+  cluster: withCard(createClusterPage(ctx), createTimeZoneCard(ctx)),
   reports: createReportsPage(ctx),
 };
 
@@ -366,6 +377,9 @@ async function showApp() {
     const shop = $('#shop-label');
     shop.textContent = (full && full.shopName) || '';
     shop.hidden = !shop.textContent;
+    // ...and its time zone, every time on these pages: draw the page
+    // again when it is not the tablet's.
+    if (full && setStoreZone(full.timeZone || '') && current) pages[current].rerender && pages[current].rerender();
   } catch (_) {
     // the cluster page says more
   }
