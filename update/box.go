@@ -83,7 +83,7 @@ func New(n *node.Node, o Options) (*Box, error) {
 		b.log.Warn("update: the new version did not come up; back on the old one", "from", b.st.From, "to", b.st.To, "running", o.Version)
 	}
 	b.staged = loadStaged(dir)
-	n.AddStaffRoutes(b.staffRoutes)
+	n.AddStaffRoutes(b.Routes)
 	b.internalRoutes()
 	n.AddLeaderWorker("update-rollout", b.runRollout)
 	return b, nil

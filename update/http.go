@@ -33,7 +33,9 @@ type Overview struct {
 	ReleaseIndex bool `json:"releaseIndex"`
 }
 
-func (b *Box) staffRoutes(staff *echo.Group) {
+// Routes mounts the console's calls on the staff group (New does, through
+// the node's staff routes).
+func (b *Box) Routes(staff *echo.Group) {
 	node.AllowLargeBody(http.MethodPost, "/api/staff/update/bundle")
 	staff.GET("/update", b.handleOverview)
 	staff.POST("/update/check", b.handleCheck)

@@ -43,7 +43,10 @@ func TestVerifyRefusals(t *testing.T) {
 		t.Fatalf("a good bundle: %+v, %v", b, err)
 	}
 
-	refusedWith(t, "unsigned", func() error { _, err := update.Verify(ctx, unsignedBundle(t, dir, board, "1.3.0", payload), expect); return err }(), update.CodeUnsigned)
+	refusedWith(t, "unsigned", func() error {
+		_, err := update.Verify(ctx, unsignedBundle(t, dir, board, "1.3.0", payload), expect)
+		return err
+	}(), update.CodeUnsigned)
 
 	otherKey := other.makeBundle(t, t.TempDir(), board, "1.3.0", payload)
 	_, err = update.Verify(ctx, otherKey, expect)
