@@ -14,6 +14,7 @@ import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/c
 import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 import { createPrintersPage } from '/staff/printers.js';
 import { createCloudPage, CLOUD_STRINGS } from '/staff/cloud.js';
+import { createUpdateCard, UPDATE_STRINGS } from '/staff/update.js';
 import { withContentStrings } from '/staff/content-editor.js';
 import { CSV_STRINGS } from '/staff/menucsv.js';
 import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
@@ -22,8 +23,8 @@ const T = createI18n(
   withHealthStrings(
     withContentStrings(
       withCallStrings({
-        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja, CLOUD_STRINGS.ja),
-        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en, CLOUD_STRINGS.en),
+        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja, CLOUD_STRINGS.ja, UPDATE_STRINGS.ja),
+        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en, CLOUD_STRINGS.en, UPDATE_STRINGS.en),
       }),
     ),
   ),
@@ -314,9 +315,29 @@ const pages = {
   locks: createLocksPage(ctx),
   printers: createPrintersPage(ctx),
   cloud: createCloudPage(ctx),
-  cluster: createClusterPage(ctx),
+  cluster: withUpdateCard(createClusterPage(ctx), createUpdateCard(ctx)),
   reports: createReportsPage(ctx),
 };
+
+// withUpdateCard: the Boxes page also shows "Updating the store"
+// (update.js), entered and left with it.
+function withUpdateCard(page, card) {
+  return {
+    ...page,
+    enter: () => {
+      page.enter();
+      card.enter();
+    },
+    leave: () => {
+      page.leave();
+      card.leave();
+    },
+    rerender: () => {
+      page.rerender();
+      card.rerender();
+    },
+  };
+}
 
 // Open guest calls show above every page, live from the kitchen stream.
 const calls = createCallsPanel({ el: $('#calls-panel'), api, t: T.t, ring: chime });
