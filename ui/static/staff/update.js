@@ -204,7 +204,7 @@ export function createUpdateCard({ api, T }) {
       h('strong', { text: T.t('update.box', { id: b.nodeId }) }),
       ' ',
       h('span', { class: cls === 'muted' ? null : cls, text: words }),
-      step && step.step !== 'waiting' && !(step.step === 'done' && b.state === 'committed' && view.rollout.state !== 'running')
+      step && step.step !== 'waiting' && (cls === 'muted' || step.step === 'failed') && !(step.step === 'done' && b.state === 'committed' && view.rollout.state !== 'running')
         ? h('div', { class: ['small-text', step.step === 'failed' ? 'health-bad' : step.step === 'done' ? 'health-ok' : 'health-warn'] }, T.t('update.step.' + step.step))
         : step && step.step === 'waiting' && view.rollout.state === 'running'
           ? h('div', { class: 'small-text muted' }, T.t('update.step.waiting'))
@@ -221,7 +221,7 @@ export function createUpdateCard({ api, T }) {
     const running = r && r.state === 'running';
     const steps = new Map(((r && r.boxes) || []).map((s) => [s.nodeId, s]));
     const o = view.offered || { state: 'none' };
-    clear(card).append(
+    const parts = [
       h('h2', { text: T.t('update.title') }),
       h('p', { class: 'muted', text: T.t('update.intro') }),
       h('ul', { class: 'health-boxes', id: 'update-boxes' }, view.boxes.map((b) => boxLine(b, r ? steps.get(b.nodeId) : null))),
@@ -249,7 +249,8 @@ export function createUpdateCard({ api, T }) {
             h('input', { id: 'update-file', class: 'visually-hidden', type: 'file', accept: '.raucb', disabled: !!sending, onchange: (ev) => ev.target.files[0] && send(ev.target.files[0]) }),
           ),
       running ? null : h('p', { class: 'muted small-text', text: T.t('update.pickHelp') }),
-    );
+    ];
+    clear(card).append(...parts.filter(Boolean));
   }
 
   function offerPart(o, running) {
