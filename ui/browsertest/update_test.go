@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,17 +25,18 @@ import (
 
 const updateBoard = "masterorder-rpi-arm64"
 
-// stillInstaller stands in for the slot switch of in-process boxes, which
-// cannot restart into another binary: it installs nothing and does not
-// restart, so an updated box stays "restarting" until the leader's bound
-// (box_timeout) stops the rollout. The real restart and rollback are
-// update/process_test.go's.
-type stillInstaller struct{}
+// restartInstaller stands in for the slot switch of in-process boxes,
+// which cannot restart into another binary: it writes nothing, and its
+// restart stops the node and starts it again from its files, still on
+// 1.0.0, once the test releases it, as a box whose new system failed and
+// whose boot loader went back to the old slot. The real restart into a
+// new binary and its fallback are update/process_test.go's.
+type restartInstaller struct{ restart func() }
 
-func (stillInstaller) Install(context.Context, string) error { return nil }
-func (stillInstaller) Reboot() error                         { return nil }
-func (stillInstaller) Commit() error                         { return nil }
-func (stillInstaller) Fallback() error                       { return nil }
+func (restartInstaller) Install(context.Context, string) error { return nil }
+func (r restartInstaller) Reboot() error                       { r.restart(); return nil }
+func (restartInstaller) Commit() error                         { return nil }
+func (restartInstaller) Fallback() error                       { return nil }
 
 // updateKeys makes a test CA (the boxes' keyring) and a bundle of version
 // 1.1.0 signed by it, and an unsigned one, with RAUC.
@@ -77,19 +79,33 @@ func updateKeys(t *testing.T) (keyring, signed, unsigned string) {
 // The Boxes page's "Updating the store" as a manager uses it, in
 // Japanese and English: an unsigned file is refused in words; the signed
 // file is offered; one tap (confirmed) starts the rollout, each box's
-// step shows, and the rollout that stops (here: a box that does not come
-// back within the bound, as in-process boxes cannot restart) says so in
-// words. Screenshots at 390 and 1024 px (docs/img/console-update-*).
+// step shows, and a box that comes back on its old version (its new
+// system failed) stops the rollout, in words. Screenshots at 390 and 1024 px (docs/img/console-update-*).
 func TestUpdatePage(t *testing.T) {
 	keyring, signed, unsigned := updateKeys(t)
 	b := startBrowser(t)
-	st := orderstest.StartBefore(t, 3, func(_ int, c *orders.FileConfig) {
+	var st *orderstest.Store
+	release, restarted := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	st = orderstest.StartBefore(t, 3, func(_ int, c *orders.FileConfig) {
 		c.Staff.KitchenPasswordHash = kitchenHash(t)
 		c.Shop.Name = shopName
 		c.Update.Keyring, c.Update.Compatible = keyring, updateBoard
-		c.Update.BoxTimeout = node.Duration{Duration: 40 * time.Second}
+		c.Update.BoxTimeout = node.Duration{Duration: 3 * time.Minute}
+		// A busy test machine's slow fsyncs would put the slow-card
+		// banner on the screenshots.
+		c.Disk.SlowWrite = node.Duration{Duration: time.Minute}
 	}, nil, func(i int, nd *node.Node) {
-		if _, err := update.New(nd, update.Options{Version: "1.0.0", Installer: stillInstaller{}}); err != nil {
+		restart := func() {
+			go func() {
+				defer close(restarted)
+				st.StopNode(i)
+				<-release
+				st.StartNode(i)
+			}()
+		}
+		if _, err := update.New(nd, update.Options{Version: "1.0.0", Installer: restartInstaller{restart: restart}}); err != nil {
 			t.Fatalf("update on node %d: %v", i, err)
 		}
 	}, orders.Options{StaffPasswordHash: passwordHash(t)})
@@ -107,8 +123,9 @@ func TestUpdatePage(t *testing.T) {
 		}
 	}
 	langs := []string{"ja", "en"}
-	// The page comes from a follower: the offered bundle is kept there.
-	tb := b.open("staff-update", s.url((li+1)%3)+"/staff/#cluster", phoneW, phoneH)
+	// The page comes from the leader, which keeps the offered bundle and
+	// is updated last: the followers fetch the bundle from it.
+	tb := b.open("staff-update", s.url(li)+"/staff/#cluster", phoneW, phoneH)
 	tb.login()
 	tb.waitFor("the update card with three boxes on 1.0.0", `document.querySelectorAll('#update-boxes li').length === 3 &&
 		document.querySelector('#update-boxes').textContent.includes('1.0.0')`, 20*time.Second)
@@ -143,13 +160,17 @@ func TestUpdatePage(t *testing.T) {
 		shotsIn(tb, "console-update-progress", `!!document.querySelector('#update-boxes li[data-step="restarting"]')`, "#update-card")
 	}
 
-	// The box never comes back: the rollout stops, in words.
+	// The box comes back on its old version: the rollout stops, in words,
+	// and the store goes on with every box.
+	releaseOnce.Do(func() { close(release) })
+	<-restarted
 	for _, lang := range langs {
 		setLang(tb, lang)
-		stopped := httpapi.Message(update.CodeBoxTimeout, lang == "en")
+		stopped := httpapi.Message(update.CodeRolledBack, lang == "en")
 		tb.waitFor("the rollout stopped in words", fmt.Sprintf(`(() => { const r = document.querySelector('#update-rollout');
 			return r && r.dataset.state === 'stopped' && r.textContent.includes(%q); })()`, stopped), 90*time.Second)
-		shotsIn(tb, "console-update-stopped", `document.querySelector('#update-rollout').dataset.state === 'stopped'`, "#update-card")
+		shotsIn(tb, "console-update-stopped", `document.querySelector('#update-rollout').dataset.state === 'stopped' &&
+			!!document.querySelector('#update-boxes li[data-state="rolledBack"]')`, "#update-card")
 	}
 	if strings.Contains(strings.ToLower(tb.text("#update-card")), "raft") {
 		t.Error("Raft words on the owner's card")

@@ -43,8 +43,8 @@ export const UPDATE_STRINGS = {
     'update.step.failed': '止まりました',
     'update.rollout.running': 'バージョン {v} に更新しています。注文はそのまま続けられます。',
     'update.rollout.done': 'すべての端末がバージョン {v} になりました。',
-    'update.rollout.stopped': '更新を止めました：{message}',
-    'update.rollout.mixed': 'お店はこのまま使えます。端末ごとのバージョンは上のとおりです。',
+    'update.rollout.stopped': '{message}',
+    'update.rollout.mixed': '端末ごとのバージョンは上のとおりです。',
   },
   en: {
     'update.title': 'Updating the store',
@@ -82,8 +82,8 @@ export const UPDATE_STRINGS = {
     'update.step.failed': 'stopped',
     'update.rollout.running': 'Updating to version {v}. Orders go on as usual.',
     'update.rollout.done': 'Every box runs version {v}.',
-    'update.rollout.stopped': 'The update was stopped: {message}',
-    'update.rollout.mixed': 'The store keeps working as it is; each box’s version is shown above.',
+    'update.rollout.stopped': '{message}',
+    'update.rollout.mixed': 'Each box’s version is shown above.',
   },
 };
 
@@ -96,6 +96,14 @@ export function createUpdateCard({ api, T }) {
   let sending = null; // {p} while a file is sent, 'checking' once sent
   let note = null; // {cls, text} the last refusal, in words
   let downgradeOK = false;
+  // One file input for the card's life: a redraw (every poll) moves it
+  // instead of replacing it, so a pick under way is not lost.
+  let input = null;
+  function fileInput() {
+    if (!input) input = h('input', { id: 'update-file', class: 'visually-hidden', type: 'file', accept: '.raucb', onchange: (ev) => ev.target.files[0] && send(ev.target.files[0]) });
+    input.disabled = !!sending;
+    return input;
+  }
 
   // The box this page came from holds the offered bundle: every call goes
   // there, not to whichever box the API pool prefers.
@@ -110,6 +118,8 @@ export function createUpdateCard({ api, T }) {
       },
       body: body !== undefined ? JSON.stringify(body) : undefined,
       cache: 'no-store',
+      // a box switched off answers nothing; the index is read within 20 s
+      signal: AbortSignal.timeout(method === 'GET' ? 8000 : 30000),
     });
     const data = await res.json().catch(() => null);
     if (!res.ok) {
@@ -121,12 +131,37 @@ export function createUpdateCard({ api, T }) {
     return data;
   }
 
+  // refresh redraws only what changed: a button is not replaced under a
+  // finger between two polls.
+  let drawn = '';
+  let polling = false;
   async function refresh() {
+    if (polling) return;
+    polling = true;
+    try {
+      await poll();
+    } finally {
+      polling = false;
+    }
+  }
+
+  async function poll() {
     try {
       view = await call('GET', '/api/staff/update');
     } catch (e) {
       if (e.status === 404) view = null; // a box without updates (the demo)
+      else if (!e.status) {
+        // This page's box is restarting (its turn in the rollout): any
+        // other box shows the same rollout.
+        try {
+          view = await api.get('/api/staff/update', { timeoutMs: 5000 });
+        } catch (_) {
+          // the next poll tells
+        }
+      }
     }
+    const now = JSON.stringify([view, note, sending, looking, T.lang()]);
+    if (now === drawn) return;
     render();
   }
 
@@ -167,7 +202,7 @@ export function createUpdateCard({ api, T }) {
         data = JSON.parse(xhr.responseText);
       } catch (_) {}
       if (xhr.status !== 200) note = { cls: 'health-bad', text: (data && data.message) || T.t('update.offerFailed', { message: String(xhr.status || '') }), code: data && data.reasonCode };
-      $('#update-file').value = '';
+      if (input) input.value = '';
       refresh();
     };
     xhr.send(file);
@@ -200,7 +235,8 @@ export function createUpdateCard({ api, T }) {
     return h(
       'li',
       { dataset: { updateBox: b.nodeId, state: b.state || '', step: step ? step.step : '' } },
-      h('span', { class: ['dot', !b.reachable || cls === 'health-bad' ? 'bad' : cls === 'health-warn' ? 'warn' : 'ok'] }),
+      // A box the rollout is restarting is expected to be silent for a while.
+      h('span', { class: ['dot', cls === 'health-warn' || (!b.reachable && step && (step.step === 'installing' || step.step === 'restarting')) ? 'warn' : !b.reachable || cls === 'health-bad' ? 'bad' : 'ok'] }),
       h('strong', { text: T.t('update.box', { id: b.nodeId }) }),
       ' ',
       h('span', { class: cls === 'muted' ? null : cls, text: words }),
@@ -215,6 +251,7 @@ export function createUpdateCard({ api, T }) {
   function render() {
     const card = $('#update-card');
     if (!card) return;
+    drawn = JSON.stringify([view, note, sending, looking, T.lang()]);
     card.hidden = !view;
     if (!view) return;
     const r = view.rollout;
@@ -246,7 +283,7 @@ export function createUpdateCard({ api, T }) {
             { class: 'row found-actions' },
             view.releaseIndex ? h('button', { type: 'button', id: 'update-look', disabled: looking || !!sending, onclick: look, text: T.t(looking ? 'update.looking' : 'update.look') }) : null,
             h('label', { class: 'button', for: 'update-file' }, T.t('update.pick')),
-            h('input', { id: 'update-file', class: 'visually-hidden', type: 'file', accept: '.raucb', disabled: !!sending, onchange: (ev) => ev.target.files[0] && send(ev.target.files[0]) }),
+            fileInput(),
           ),
       running ? null : h('p', { class: 'muted small-text', text: T.t('update.pickHelp') }),
     ];
