@@ -3,13 +3,18 @@ package browsertest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +89,22 @@ func updateKeys(t *testing.T) (keyring, signed, unsigned string) {
 func TestUpdatePage(t *testing.T) {
 	keyring, signed, unsigned := updateKeys(t)
 	b := startBrowser(t)
+	// The release index, on a local HTTP server (the internet in a test).
+	raw, err := os.ReadFile(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	var indexHits atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /index.json", func(w http.ResponseWriter, r *http.Request) {
+		indexHits.Add(1)
+		json.NewEncoder(w).Encode(update.ReleaseIndex{Version: "1.1.0", Compatible: updateBoard, URL: "bundle.raucb", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(raw))})
+	})
+	mux.HandleFunc("GET /bundle.raucb", func(w http.ResponseWriter, r *http.Request) { w.Write(raw) })
+	releases := httptest.NewServer(mux)
+	t.Cleanup(releases.Close)
+
 	var st *orderstest.Store
 	release, restarted := make(chan struct{}), make(chan struct{})
 	var releaseOnce sync.Once
@@ -92,6 +113,7 @@ func TestUpdatePage(t *testing.T) {
 		c.Staff.KitchenPasswordHash = kitchenHash(t)
 		c.Shop.Name = shopName
 		c.Update.Keyring, c.Update.Compatible = keyring, updateBoard
+		c.Update.ReleaseIndexURL = releases.URL + "/index.json"
 		c.Update.BoxTimeout = node.Duration{Duration: 3 * time.Minute}
 		// A busy test machine's slow fsyncs would put the slow-card
 		// banner on the screenshots.
@@ -140,10 +162,24 @@ func TestUpdatePage(t *testing.T) {
 		shotsIn(tb, "console-update-refused", `!!document.querySelector('#update-note')`, "#update-card")
 	}
 
-	// The signed file: offered.
+	// The release index is read on the tap only; its bundle is offered.
+	if n := indexHits.Load(); n != 0 {
+		t.Fatalf("the release index was read %d times before the tap", n)
+	}
+	tb.click("#update-look")
+	tb.waitFor("1.1.0 offered from the internet", `(() => { const o = document.querySelector('#update-offer');
+		return o && o.dataset.state === 'ready' && o.dataset.source === 'index' && o.dataset.version === '1.1.0' &&
+			!!document.querySelector('#update-start'); })()`, 30*time.Second)
+	var ov struct{ Offered update.Staged }
+	s.staff(li, "GET", "/api/staff/update", nil).decode(t, &ov)
+	if ov.Offered.Source != "index" || indexHits.Load() != 1 {
+		t.Fatalf("offered %+v after %d reads of the index", ov.Offered, indexHits.Load())
+	}
+	// The same version picked as a file is offered the same way.
 	tb.do(chromedp.SetUploadFiles(chromedp.CSS("#update-file"), []string{signed}))
-	tb.waitFor("1.1.0 offered", `(() => { const o = document.querySelector('#update-offer');
-		return o && o.dataset.state === 'ready' && o.dataset.version === '1.1.0' && !!document.querySelector('#update-start'); })()`, 30*time.Second)
+	tb.waitFor("1.1.0 offered from the file", `(() => { const o = document.querySelector('#update-offer');
+		return o && o.dataset.state === 'ready' && o.dataset.source === 'file' && o.dataset.version === '1.1.0' &&
+			!!document.querySelector('#update-start') && !document.querySelector('#update-note'); })()`, 30*time.Second)
 	for _, lang := range langs {
 		setLang(tb, lang)
 		shotsIn(tb, "console-update-offered", `!!document.querySelector('#update-start')`, "#update-card")

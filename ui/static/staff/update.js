@@ -298,7 +298,7 @@ export function createUpdateCard({ api, T }) {
     if (o.state !== 'ready' || view.boxes.every((b) => b.version === o.version)) return null;
     return h(
       'div',
-      { id: 'update-offer', class: 'update-offer', dataset: { state: o.state, version: o.version } },
+      { id: 'update-offer', class: 'update-offer', dataset: { state: o.state, version: o.version, source: o.source || '' } },
       h('p', { class: 'health-ok', text: T.t('update.offered', { v: o.version, from: T.t('update.from.' + (o.source || 'file')) }) }),
       o.downgrade
         ? h(
