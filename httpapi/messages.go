@@ -111,6 +111,7 @@ var messages = map[string][2]string{
 	"UPDATE_INSTALL_FAILED":       {"端末に更新を書き込めませんでした。端末は元のバージョンのままです。更新は止めました。", "The update could not be written on a box; it still runs its old version. The update was stopped."},
 	"UPDATE_BOX_TIMEOUT":          {"更新した端末が時間内に戻りませんでした。更新は止めました。端末の電源とネットワークを確かめてください。", "An updated box did not come back in time. The update was stopped. Check that box's power and network."},
 	"UPDATE_BOX_DOWN":             {"応答しない端末があるため、更新を始められません。すべての端末が動いているときにもう一度お試しください。", "A box is not answering, so the update cannot start. Try again when every box is running."},
+	"UPDATE_NO_ROOM":              {"端末のメモリーカードに更新ファイルを置く空きがありません。「端末」ページのカードの案内を先に確かめてください。", "This box's memory card has no room for the update file. Check the card advice on the Boxes page first."},
 	"UPDATE_BUSY":                 {"更新はすでに進行中です。", "An update is already under way."},
 	"UPDATE_NO_BUNDLE":            {"入れる更新がまだありません。新しいバージョンを探すか、更新ファイルを選んでください。", "There is no update to install yet. Look for a new version or choose an update file."},
 	"UPDATE_NO_RELEASE_INDEX":     {"この店ではインターネットからの更新が設定されていません。更新ファイルを選んでください。", "Updates from the internet are not set up for this store. Choose an update file instead."},

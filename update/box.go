@@ -295,6 +295,9 @@ func (b *Box) receive(ctx context.Context, req installRequest) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("fetch the bundle from %s: status %d", req.From, resp.StatusCode)
 	}
+	if err := b.checkRoom(resp.ContentLength); err != nil {
+		return "", err
+	}
 	// Only one received bundle is kept: the last one.
 	old, _ := filepath.Glob(filepath.Join(b.dir, "received-*.raucb"))
 	for _, o := range old {
@@ -310,6 +313,26 @@ func (b *Box) receive(ctx context.Context, req installRequest) (string, error) {
 		return "", refuse(CodeCorrupt, "received bundle's sha256 %s, expected %s", sum, req.SHA256)
 	}
 	return final, nil
+}
+
+// roomMargin is what a bundle must leave free on the data card beyond
+// itself: the Raft log and the replicas go on growing meanwhile.
+const roomMargin = 256 << 20
+
+// checkRoom refuses a bundle of size bytes (0: not known yet) that the
+// data card cannot hold: a card already low, full or read-only, or one
+// that would keep less than roomMargin free beside it. A full card would
+// stop the store taking orders; an update can wait.
+func (b *Box) checkRoom(size int64) error {
+	d := b.n.Disk()
+	switch d.State {
+	case node.DiskLow, node.DiskFull, node.DiskReadOnly:
+		return refuse(CodeNoRoom, "this box's card is %s", d.State)
+	}
+	if size > 0 && d.TotalBytes > 0 && uint64(size)+roomMargin > d.FreeBytes {
+		return refuse(CodeNoRoom, "a %d-byte bundle would leave less than %d MB of the %d bytes free", size, roomMargin>>20, d.FreeBytes)
+	}
+	return nil
 }
 
 // writeBounded streams r into path (through a temporary file, fsynced,

@@ -84,7 +84,7 @@ func (b *Box) handleUpload(c echo.Context) error {
 	rc := http.NewResponseController(c.Response())
 	// A bundle takes minutes over Wi-Fi: the body's deadline slides, so
 	// only a stalled upload is cut off.
-	s, err := b.Upload(r.Context(), r.Body, func() { rc.SetReadDeadline(time.Now().Add(node.BodyReadTimeout)) })
+	s, err := b.Upload(r.Context(), r.Body, max(r.ContentLength, 0), func() { rc.SetReadDeadline(time.Now().Add(node.BodyReadTimeout)) })
 	rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		return b.fail(c, err)

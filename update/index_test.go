@@ -36,7 +36,7 @@ func TestReleaseIndex(t *testing.T) {
 	defer srv.Close()
 
 	var box *update.Box
-	nodetest.Start(t, 1, func(_ int, c *node.Config) {
+	c := nodetest.Start(t, 1, func(_ int, c *node.Config) {
 		c.Update.ReleaseIndexURL = srv.URL + "/index.json"
 	}, nil, func(_ int, n *node.Node) {
 		b, err := update.New(n, update.Options{Version: "1.2.0", Installer: &recorder{}})
@@ -78,5 +78,19 @@ func TestReleaseIndex(t *testing.T) {
 	}
 	if s := box.Staged(); s.State != update.StagedFailed || s.Error != update.CodeCorrupt {
 		t.Fatalf("a download that does not match the index: %+v", s)
+	}
+
+	// A bundle the card cannot hold beside the store's log is refused
+	// before a byte is written.
+	for c.Nodes[0].Disk().TotalBytes == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the card was never measured")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err = box.Upload(ctx, strings.NewReader("never read"), int64(c.Nodes[0].Disk().FreeBytes), nil)
+	var r *update.Refusal
+	if !errors.As(err, &r) || r.Code != update.CodeNoRoom {
+		t.Fatalf("a bundle as large as the free space: %v, want %s", err, update.CodeNoRoom)
 	}
 }

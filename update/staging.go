@@ -108,9 +108,13 @@ func (b *Box) stage(ctx context.Context, tmp, sum string, size int64, source str
 }
 
 // Upload streams an uploaded bundle to disk (bounded), verifies it and
-// offers it. progress is called between chunks.
-func (b *Box) Upload(ctx context.Context, body io.Reader, progress func()) (Staged, error) {
+// offers it; size is its announced length (0: unknown), checked against
+// the card's room first. progress is called between chunks.
+func (b *Box) Upload(ctx context.Context, body io.Reader, size int64, progress func()) (Staged, error) {
 	if err := b.notRollingOut(); err != nil {
+		return Staged{}, err
+	}
+	if err := b.checkRoom(size); err != nil {
 		return Staged{}, err
 	}
 	tmp := filepath.Join(b.dir, "upload.raucb")
@@ -149,6 +153,9 @@ func (b *Box) Check(ctx context.Context) (Staged, error) {
 	}
 	if idx.Size > b.cfg.MaxBundleMB<<20 {
 		return Staged{}, refuse(CodeTooLarge, "the bundle is %d bytes", idx.Size)
+	}
+	if err := b.checkRoom(idx.Size); err != nil {
+		return Staged{}, err
 	}
 	s := Staged{State: StagedDownloading, Source: "index", Version: idx.Version, Compatible: idx.Compatible, SHA256: idx.SHA256, Size: idx.Size}
 	b.setStaged(s)

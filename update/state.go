@@ -33,6 +33,7 @@ const (
 	CodeNoIndex       = "UPDATE_NO_RELEASE_INDEX"
 	CodeIndexFailed   = "UPDATE_RELEASE_INDEX_FAILED"
 	CodeTooLarge      = "BUNDLE_TOO_LARGE"
+	CodeNoRoom        = "UPDATE_NO_ROOM"
 )
 
 // Reason is why an update stopped: a code, the specifics for an
