@@ -22,6 +22,7 @@ import (
 	"masterorder/orders/orderstest"
 	"masterorder/setup"
 	"masterorder/setup/join"
+	"masterorder/update"
 )
 
 // The document loads and is a valid OpenAPI 3.1 document.
@@ -91,6 +92,11 @@ func TestEveryRouteDocumented(t *testing.T) {
 	member := st.Nodes[0].Echo()
 	setup.MemberRoutes(member, t.TempDir(), nil)
 	join.NewConsole(st.Nodes[0], orders.FileConfig{}, t.TempDir(), nil).Routes(member.Group("/api/staff"))
+	upd, err := update.New(st.Nodes[0], update.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upd.Routes(member.Group("/api/staff"))
 	compareRoutes(t, "a member", servedRoutes(member), documentedRoutes(t, c, "member"), 50)
 
 	dir := t.TempDir()

@@ -16,6 +16,7 @@ import (
 	"masterorder/setup"
 	"masterorder/setup/join"
 	"masterorder/ui"
+	"masterorder/update"
 )
 
 // The one way a box becomes a member of its store: `run --config`, `run`
@@ -37,9 +38,18 @@ var errStopped = errors.New("stopped before start completed")
 // startMember starts the member of cfg, logging to log (made from cfg's
 // [log] settings): the process's memory limit, the node with the domain
 // and the console, and routes mounted before it serves.
-func startMember(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, version string, routes func(*echo.Echo)) (*member, error) {
+//
+// restart ends the member so that its process exits and starts again:
+// the "slots" update installer's way into the new version (package
+// update; the image's RAUC installer reboots instead).
+func startMember(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, version string, restart func(), routes func(*echo.Echo)) (*member, error) {
 	memLimit := node.SetMemoryLimit()
-	n, _, err := startStore(ctx, cfg, log, orders.Options{}, routes)
+	var box *update.Box
+	withUpdates := func(n *node.Node) (err error) {
+		box, err = update.New(n, update.Options{Version: version, Restart: restart, Logger: log})
+		return err
+	}
+	n, _, err := startStoreWith(ctx, cfg, log, orders.Options{}, withUpdates, routes)
 	if err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped before start completed", "error", err)
@@ -48,6 +58,9 @@ func startMember(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, v
 		return nil, err
 	}
 	log.Info("node started", "node", cfg.NodeID, "http", cfg.HTTPAddr, "raft", cfg.RaftAddr, "version", version, "memory_limit_mib", memLimit>>20)
+	// A box just restarted into a new version commits it once healthy,
+	// or goes back to the old one.
+	go box.Run(ctx)
 	return &member{node: n, log: log}, nil
 }
 
@@ -79,7 +92,9 @@ func runMember(ctx context.Context, path, tlsDir string, e env) error {
 		tlsDir = filepath.Dir(cfg.TLS.CAFile)
 	}
 	log := newLogger(cfg.Log, e.stdout)
-	m, err := startMember(ctx, cfg, log, e.build.Version, func(ec *echo.Echo) { setup.MemberRoutes(ec, tlsDir, nil) })
+	ctx, restart := context.WithCancel(ctx)
+	defer restart()
+	m, err := startMember(ctx, cfg, log, e.build.Version, restart, func(ec *echo.Echo) { setup.MemberRoutes(ec, tlsDir, nil) })
 	if errors.Is(err, errStopped) {
 		return nil
 	}
@@ -120,7 +135,7 @@ func (s *setupMembers) start(ctx context.Context, path string, routes func(*echo
 	if err != nil {
 		return nil, err
 	}
-	m, err := startMember(ctx, cfg, s.log(cfg.Log), s.version, routes)
+	m, err := startMember(ctx, cfg, s.log(cfg.Log), s.version, s.stop, routes)
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +195,23 @@ func announceMember(box setup.Layout, version string, log *slog.Logger) *setup.A
 // config file), mounts any extra routes, and starts it; ctx ends a start
 // that waits for a peer's snapshot (no usable local one).
 func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, svcOpts orders.Options, routes ...func(*echo.Echo)) (*node.Node, *orders.Service, error) {
+	return startStoreWith(ctx, cfg, log, svcOpts, nil, routes...)
+}
+
+// startStoreWith is startStore with more set up on the node before the
+// domain attaches (before, if set: the updates of a member).
+func startStoreWith(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, svcOpts orders.Options, before func(*node.Node) error, routes ...func(*echo.Echo)) (*node.Node, *orders.Service, error) {
 	opts := orders.NodeOptions()
 	opts.Logger = log
 	n, err := node.New(cfg.NodeConfig, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if before != nil {
+		if err := before(n); err != nil {
+			n.Stop()
+			return nil, nil, err
+		}
 	}
 	if cfg.TLS.CAFile != "" {
 		// Add and replace boxes from the console (the CA key the

@@ -70,6 +70,8 @@ type Config struct {
 	Raft RaftConfig `toml:"raft"`
 	Log  LogConfig  `toml:"log"`
 	Disk DiskConfig `toml:"disk"`
+	// Update is [update]: new versions from the console (package update).
+	Update UpdateConfig `toml:"update"`
 }
 
 // HTTPConfig restricts the plain-HTTP listener.
@@ -165,6 +167,7 @@ func Defaults() Config {
 	return Config{
 		ShopID: "shop",
 		Disk:   defaultDisk(),
+		Update: defaultUpdate(),
 		// Raft timing for a Raspberry Pi, from measurements (issue 36,
 		// docs/performance.md "Raft timing at a Pi's speed"): three
 		// processes each capped to 25 % of a core, every card slow (20 ms
@@ -332,6 +335,9 @@ func (c *Config) Validate() error {
 		return bad("raft.max_append_entries", "must be 1..1024")
 	}
 	if err := c.Disk.validate(); err != nil {
+		return err
+	}
+	if err := c.Update.validate(); err != nil {
 		return err
 	}
 	switch c.Log.Level {

@@ -203,6 +203,11 @@ func (n *Node) internalHandler() http.Handler {
 	n.registerMembersInternal(mux)
 	mux.HandleFunc("GET /internal/snapshot", n.serveSnapshot) // rebuild.go
 	mux.HandleFunc("GET /internal/disk", n.serveDisk)         // disk.go
+	n.extrasMu.Lock()
+	for pattern, h := range n.internalRoutes { // internalroutes.go
+		mux.Handle(pattern, h)
+	}
+	n.extrasMu.Unlock()
 	return requireSecret(n.cfg.ClusterSecret, mux)
 }
 

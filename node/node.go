@@ -107,6 +107,10 @@ type Node struct {
 	leaderRounds readRounds // ReadIndex rounds shared by concurrent reads (readindex.go)
 	remoteRounds readRounds
 
+	// internalRoutes are the extra routes of the internal channel
+	// (AddInternalRoute).
+	internalRoutes map[string]http.Handler
+
 	disk   diskWatch  // this box's card (disk.go)
 	fatal  chan error // the box cannot go on in place (Fatal)
 	failed atomic.Pointer[error]

@@ -32,7 +32,7 @@ var rules = map[string]rule{
 	// The binary: main.go only calls the command line.
 	"": {why: "the binary: main.go hands its arguments to the command line", may: []string{"cli"}},
 	"cli": {why: "the command line: one file per command; it wires box, domain, setup, pages and bench",
-		may: []string{"bench", "node", "node/lanname", "node/pki", "node/restart", "node/watchdog", "orders", "orders/staffauth", "setup", "setup/cluster", "setup/join", "ui"}},
+		may: []string{"bench", "node", "node/lanname", "node/pki", "node/restart", "node/watchdog", "orders", "orders/staffauth", "setup", "setup/cluster", "setup/join", "ui", "update"}},
 
 	// Setup mode: discover, claim, configure. It imports nothing of a
 	// running member; only setup/cluster, the writer, knows node's and
@@ -57,6 +57,11 @@ var rules = map[string]rule{
 	"orders/printing/escpos": {why: "ESC/POS tickets (pure, leaf)"},
 	"orders/store":           {why: "SQLite schema and queries (leaf)"},
 	"orders/stream":          {why: "kitchen event fan-out (leaf)"},
+
+	// New versions from the console: a box's install, trial and commit,
+	// and the leader's rolling update.
+	"update": {why: "updating the store: bundles verified by RAUC, a box's install and trial, the leader's one-box-at-a-time rollout",
+		may: []string{"httpapi", "node", "node/atomicfile"}},
 
 	// The box.
 	"node": {why: "one store box: Raft, HTTP server, forwarding, membership; it knows nothing of the domain",

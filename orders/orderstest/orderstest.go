@@ -26,6 +26,8 @@ type Store struct {
 	Domain []orders.Config
 	// Svcs[i] is node i's service; a restart of node i replaces it.
 	Svcs []*orders.Service
+
+	before func(i int, nd *node.Node) // StartBefore
 }
 
 // Domain is the domain settings the test nodes start with: a fixed token
@@ -44,7 +46,15 @@ func Domain() orders.Config {
 // commands or clocks starts from orders.NodeOptions() itself.
 func Start(t testing.TB, n int, mutate func(i int, c *orders.FileConfig), options func(i int) node.Options, opts orders.Options) *Store {
 	t.Helper()
-	s := &Store{Domain: make([]orders.Config, n), Svcs: make([]*orders.Service, n)}
+	return StartBefore(t, n, mutate, options, nil, opts)
+}
+
+// StartBefore is Start with before, when set, run on node i after New and
+// before the domain attaches (what a member adds to its box there, such
+// as package update's box).
+func StartBefore(t testing.TB, n int, mutate func(i int, c *orders.FileConfig), options func(i int) node.Options, before func(i int, nd *node.Node), opts orders.Options) *Store {
+	t.Helper()
+	s := &Store{Domain: make([]orders.Config, n), Svcs: make([]*orders.Service, n), before: before}
 	// nodetest builds the node part (again on each fresh-ports attempt);
 	// the domain part is added here and the file mutated as one.
 	split := func(i int, c *node.Config) {
@@ -83,6 +93,9 @@ func (s *Store) attach(t testing.TB, opts orders.Options) func(i int, nd *node.N
 		opts.Pages = ui.Routes // a member serves the web apps (startStore)
 	}
 	return func(i int, nd *node.Node) {
+		if s.before != nil {
+			s.before(i, nd)
+		}
 		svc, err := orders.Attach(nd, s.Domain[i], opts)
 		if err != nil {
 			t.Fatalf("attach node %d: %v", i, err)

@@ -15,6 +15,7 @@ import { createCallsPanel, followCalls, withCallStrings, chime } from '/assets/c
 import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 import { createPrintersPage } from '/staff/printers.js';
 import { createCloudPage, CLOUD_STRINGS } from '/staff/cloud.js';
+import { createUpdateCard, UPDATE_STRINGS } from '/staff/update.js';
 import { withContentStrings } from '/staff/content-editor.js';
 import { CSV_STRINGS } from '/staff/menucsv.js';
 import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
@@ -23,8 +24,8 @@ const T = createI18n(
   withHealthStrings(
     withContentStrings(
       withCallStrings({
-        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja, CLOUD_STRINGS.ja),
-        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en, CLOUD_STRINGS.en),
+        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja, CLOUD_STRINGS.ja, UPDATE_STRINGS.ja),
+        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en, CLOUD_STRINGS.en, UPDATE_STRINGS.en),
       }),
     ),
   ),
@@ -314,7 +315,7 @@ function withCard(page, card) {
     if (page[name]) page[name]();
     if (card[name]) card[name]();
   };
-  return { bind: both('bind'), enter: both('enter'), leave: both('leave'), rerender: both('rerender') };
+  return { ...page, bind: both('bind'), enter: both('enter'), leave: both('leave'), rerender: both('rerender') };
 }
 
 const pages = {
@@ -325,7 +326,7 @@ const pages = {
   locks: createLocksPage(ctx),
   printers: createPrintersPage(ctx),
   cloud: createCloudPage(ctx),
-  cluster: withCard(createClusterPage(ctx), createTimeZoneCard(ctx)),
+  cluster: withCard(withCard(createClusterPage(ctx), createTimeZoneCard(ctx)), createUpdateCard(ctx)),
   reports: createReportsPage(ctx),
 };
 
