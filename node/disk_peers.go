@@ -17,13 +17,19 @@ import (
 type peerReport struct {
 	DiskStatus
 	LastRestart *restart.Record `json:"lastRestart,omitempty"`
+	// Build is the box's build level and update trial (featurelevel.go);
+	// a box from before the feature level answers none.
+	Build *BuildReport `json:"build,omitempty"`
+
+	at time.Time // when this box received it
 }
 
-// serveDisk is GET /internal/disk: this box's card and last restart for
-// the others' status.
+// serveDisk is GET /internal/disk: this box's card, last restart and
+// build for the others' status and the feature level's raise.
 func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart()})
+	b := n.Build()
+	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart(), Build: &b})
 }
 
 // peerDiskEvery: how often each member's card is asked for.
@@ -69,6 +75,7 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 8192)).Decode(&s) != nil || s.State == "" {
 		return
 	}
+	s.at = time.Now()
 	n.disk.mu.Lock()
 	if n.disk.peers == nil {
 		n.disk.peers = map[string]peerReport{}

@@ -322,6 +322,10 @@ type MemberStatus struct {
 	// LastRestart is why the member last started, as it last reported it
 	// (absent: never, or its first start).
 	LastRestart *restart.Record `json:"lastRestart,omitempty"`
+	// Build is the newest feature level the member's build knows and
+	// whether it is in an update's trial boot, as it last reported them
+	// (absent: never, or a build from before the feature level).
+	Build *BuildReport `json:"build,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -343,6 +347,12 @@ type Status struct {
 	CloudSync any `json:"cloudSync,omitempty"`
 	// ShopName is the shop's name, for the staff screen's header (AddStatus).
 	ShopName string `json:"shopName,omitempty"`
+	// FeatureLevel is the cluster's feature level as this box applied it
+	// (0: none yet); BuildLevel the newest one this box's build knows. A
+	// BuildLevel below FeatureLevel is a box rolled back or joined with an
+	// older build: it halts at the first entry it cannot apply.
+	FeatureLevel uint32 `json:"featureLevel"`
+	BuildLevel   uint32 `json:"buildLevel"`
 }
 
 // AddStatus installs fn to fill the domain's part of the status.
@@ -364,6 +374,8 @@ func (n *Node) Status() Status {
 		AppliedIndex: n.fsm.Handled(),
 		FSMTime:      n.FSMNow(),
 		ClockSuspect: n.clockSuspect(),
+		FeatureLevel: n.fsm.FeatureLevel(),
+		BuildLevel:   n.fsm.BuildLevel(),
 	}
 	if d := n.Disk(); d.State != "" {
 		s.Disk = &d
@@ -391,6 +403,9 @@ func (n *Node) Status() Status {
 				m.Disk = &d
 			}
 			m.LastRestart = n.PeerRestart(id)
+			if b, _, ok := n.PeerBuild(id); ok {
+				m.Build = &b
+			}
 			s.Nodes = append(s.Nodes, m)
 		}
 	}

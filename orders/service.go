@@ -240,6 +240,11 @@ func (s *Service) Routes(e *echo.Echo) {
 // are retried across a leader change even when the outcome is unknown.
 func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
 	v := s.version(t)
+	if v == 0 {
+		// A command type the cluster's feature level does not allow yet:
+		// its feature waits until every box runs this build.
+		return Result{}, fmt.Errorf("command %d is not switched on in this cluster yet (feature level %d): %w", t, s.node.FSM().FeatureLevel(), node.ErrHalted)
+	}
 	payload, err := encodeCommand(cmd, v)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
@@ -268,13 +273,10 @@ func refused(r Result, err error) (Result, error) {
 
 // version is what this node proposes for t: this build's newest, but
 // never newer than its own dispatch table applies (a node never proposes
-// what it would halt on itself).
+// what it would halt on itself), nor than the cluster's feature level
+// allows (every box applies it: raftfsm/level.go). 0: not switched on.
 func (s *Service) version(t raftfsm.CommandType) uint8 {
-	v := versionOf(t)
-	if own := s.node.FSM().MaxVersion(t); own != 0 && own < v {
-		v = own
-	}
-	return v
+	return min(versionOf(t), s.node.FSM().ProposableVersion(t))
 }
 
 // respond writes a command's Result: the success body, or the reason code
