@@ -72,6 +72,8 @@ var messages = map[string][2]string{
 	"ADDRESS_IN_USE":    {"そのアドレスは別のメンバーが使っています。", ""},
 	"LAST_VOTER":        {"最後の投票メンバーは外せません。", ""},
 	"WOULD_LOSE_QUORUM": {"外すと過半数の端末が応答しなくなり、注文を受けられなくなります。", ""},
+	"MEMBER_BUILD_OLD": {"その端末のソフトウェアはお店のほかの端末より古いため、投票メンバーにできません。端末を更新してから、もう一度お試しください。",
+		"That box runs an older version than the rest of the store, so it cannot become a voter. Update it, then try again."},
 	// Setup mode (package setup): claiming a box and the wizard.
 	"TLS_REQUIRED":        {"この操作は暗号化された接続（TLS）でのみ受け付けます。", "This call is accepted over TLS only."},
 	"NOT_IN_SETUP":        {"この端末はすでにお店の一員です。セットアップには使えません。", "This box is already part of a store; it cannot be set up again without a factory reset."},

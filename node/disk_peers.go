@@ -58,22 +58,23 @@ func (n *Node) fetchPeerDisks() {
 
 // fetchPeerDisk asks a member for its card (short timeout) and keeps the
 // answer; a member that does not answer keeps what it last reported.
-func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
+// It tells whether the member answered.
+func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.internalURL(raftAddr, "/internal/disk"), nil)
 	if err != nil {
-		return
+		return false
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
 	resp, err := n.diskHTTP.Do(req)
 	if err != nil {
-		return
+		return false
 	}
 	defer resp.Body.Close()
 	var s peerReport
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 8192)).Decode(&s) != nil || s.State == "" {
-		return
+		return false
 	}
 	s.at = time.Now()
 	n.disk.mu.Lock()
@@ -82,4 +83,5 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
 	}
 	n.disk.peers[id] = s
 	n.disk.mu.Unlock()
+	return true
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -86,18 +87,23 @@ func (n *Node) raiseTarget(now time.Time) (level uint32, why string) {
 }
 
 // featureLevelWorker runs on the ready leader: it raises the cluster's
-// level when every member can apply the next one (raiseTarget).
+// level when every member can apply the next one (raiseTarget), and says
+// once per member and level when a member's build is below the level (a
+// box rolled back after the raise, or added with an old build: it halts
+// at the first entry it cannot apply).
 func (n *Node) featureLevelWorker(ctx context.Context) {
 	t := time.NewTicker(featureLevelEvery)
 	defer t.Stop()
+	warned := map[string]uint32{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		target, why := n.raiseTarget(time.Now())
 		cur := n.fsm.FeatureLevel()
+		n.warnOldBuilds(cur, warned)
+		target, why := n.raiseTarget(time.Now())
 		if why != "" || target <= cur {
 			continue
 		}
@@ -120,5 +126,51 @@ func (n *Node) raiseFeatureLevel(ctx context.Context, level uint32) error {
 	}
 	n.log.Info("feature level raised: every box runs a build that applies it, new command versions are switched on",
 		"from", cur, "to", now)
+	return nil
+}
+
+// warnOldBuilds logs each member whose reported build is below the
+// cluster's level, once per member and level.
+func (n *Node) warnOldBuilds(level uint32, warned map[string]uint32) {
+	if level == 0 {
+		return
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	for _, srv := range f.Configuration().Servers {
+		id := string(srv.ID)
+		b, _, ok := n.PeerBuild(id)
+		if ok && b.Level < level && warned[id] != level {
+			warned[id] = level
+			n.log.Warn("a member runs a build older than the store's feature level: it halts at the first entry it cannot apply; update it",
+				"member", id, "buildLevel", b.Level, "featureLevel", level)
+		}
+	}
+}
+
+// checkPromotedBuild refuses to make a voter of a box whose build cannot
+// apply the log at the store's feature level (an old build joined as a
+// non-voter): asked afresh, it must report a level at least the store's.
+// A store without a level yet (0) checks nothing.
+func (n *Node) checkPromotedBuild(ctx context.Context, id, raftAddr string) error {
+	level := n.fsm.FeatureLevel()
+	if level == 0 {
+		return nil
+	}
+	if !n.fetchPeerDisk(ctx, id, raftAddr) {
+		return memberErr(http.StatusConflict, "MEMBER_BUILD_OLD",
+			"member %s did not answer with its build: a voter must be known to apply the store's feature level %d", id, level)
+	}
+	b, _, ok := n.PeerBuild(id)
+	switch {
+	case !ok:
+		return memberErr(http.StatusConflict, "MEMBER_BUILD_OLD",
+			"member %s runs a build from before the feature level; the store is at level %d: update it, then promote it", id, level)
+	case b.Level < level:
+		return memberErr(http.StatusConflict, "MEMBER_BUILD_OLD",
+			"member %s runs a build of feature level %d; the store is at level %d: update it, then promote it", id, b.Level, level)
+	}
 	return nil
 }

@@ -196,6 +196,9 @@ func (n *Node) commitMembers(ctx context.Context, op memberOp) error {
 		if cur.Suffrage == raft.Voter {
 			return nil
 		}
+		if err := n.checkPromotedBuild(ctx, op.ID, string(cur.Address)); err != nil {
+			return err
+		}
 		f = n.raft.AddVoter(cur.ID, cur.Address, prev, applyTimeout)
 	case "remove":
 		if cur == nil {
