@@ -150,27 +150,38 @@ func (n *Node) warnOldBuilds(level uint32, warned map[string]uint32) {
 	}
 }
 
-// checkPromotedBuild refuses to make a voter of a box whose build cannot
-// apply the log at the store's feature level (an old build joined as a
-// non-voter): asked afresh, it must report a level at least the store's.
-// A store without a level yet (0) checks nothing.
-func (n *Node) checkPromotedBuild(ctx context.Context, id, raftAddr string) error {
+// joinBuildWait is how long an add waits for a new box to answer with
+// its build (it may still be starting).
+const joinBuildWait = 5 * time.Second
+
+// checkVoterBuild refuses to make a voter of a box whose build cannot
+// apply the log at the store's feature level (an old build): asked afresh
+// (again for up to wait while it does not answer), it must report a level
+// at least the store's. A box that does not answer is let through with a
+// warning, as before the feature level (a box added before it runs, or
+// one that is down); the leader's warning and the status then tell if
+// its build is old. A store without a level yet (0) checks nothing.
+func (n *Node) checkVoterBuild(ctx context.Context, id, raftAddr string, wait time.Duration) error {
 	level := n.fsm.FeatureLevel()
 	if level == 0 {
 		return nil
 	}
-	if !n.fetchPeerDisk(ctx, id, raftAddr) {
-		return memberErr(http.StatusConflict, "MEMBER_BUILD_OLD",
-			"member %s did not answer with its build: a voter must be known to apply the store's feature level %d", id, level)
+	deadline := time.Now().Add(wait)
+	for !n.fetchPeerDisk(ctx, id, raftAddr) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			n.log.Warn("a new voter did not answer with its build: made a voter without the check", "member", id, "featureLevel", level)
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	b, _, ok := n.PeerBuild(id)
 	switch {
 	case !ok:
 		return memberErr(http.StatusConflict, "MEMBER_BUILD_OLD",
-			"member %s runs a build from before the feature level; the store is at level %d: update it, then promote it", id, level)
+			"member %s runs a build from before the feature level; the store is at level %d: it stays a non-voter; update it, then promote it", id, level)
 	case b.Level < level:
 		return memberErr(http.StatusConflict, "MEMBER_BUILD_OLD",
-			"member %s runs a build of feature level %d; the store is at level %d: update it, then promote it", id, b.Level, level)
+			"member %s runs a build of feature level %d; the store is at level %d: it stays a non-voter; update it, then promote it", id, b.Level, level)
 	}
 	return nil
 }

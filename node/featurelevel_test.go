@@ -78,9 +78,9 @@ func TestFeatureLevelWaitsForUpdateTrial(t *testing.T) {
 }
 
 // A box whose build is older than the store's feature level joins as a
-// non-voter (it receives the log) but is not made a voter: the promotion
-// is refused with MEMBER_BUILD_OLD until it runs a build that knows the
-// level.
+// non-voter (it receives the log) but is not made a voter, neither by the
+// add nor by a promotion: both answer MEMBER_BUILD_OLD until it runs a
+// build that knows the level.
 func TestPromoteRefusesAnOlderBuild(t *testing.T) {
 	levels := []*atomic.Uint32{{}, {}, {}, {}}
 	for _, l := range levels {
@@ -93,8 +93,12 @@ func TestPromoteRefusesAnOlderBuild(t *testing.T) {
 	d := addBox(t, c, "d", c.Configs[0].Peers)
 	c.StartNode(d)
 	ctx := context.Background()
-	if err := leader.AddMember(ctx, "d", c.Configs[d].RaftAddr, c.Configs[d].HTTPAddr, false); err != nil {
-		t.Fatal(err)
+	// Added as a voter: it joins as a non-voter and stays one.
+	if err := leader.AddMember(ctx, "d", c.Configs[d].RaftAddr, c.Configs[d].HTTPAddr, true); memberCode(err) != "MEMBER_BUILD_OLD" {
+		t.Fatalf("adding a box of an older build as a voter: %v", err)
+	}
+	if m, ok := member(leader, "d"); !ok || m.Suffrage != "nonvoter" {
+		t.Fatalf("d after the refused add: %+v %v", m, ok)
 	}
 	waitCaughtUp(t, c, d)
 	if err := leader.PromoteMember(ctx, "d"); memberCode(err) != "MEMBER_BUILD_OLD" {
