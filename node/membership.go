@@ -189,12 +189,14 @@ func (n *Node) commitMembers(ctx context.Context, op memberOp) error {
 			// new box joins as a non-voter first (then it may be asked over
 			// the cluster port), and is made a voter once its build is
 			// known to be new enough (featurelevel.go).
+			wait := time.Duration(0) // a retry, or an existing non-voter: ask once
 			if cur == nil {
 				if err := n.await(n.raft.AddNonvoter(raft.ServerID(op.ID), raft.ServerAddress(op.RaftAddr), prev, applyTimeout), 0); err != nil {
 					return membershipRaftErr(err)
 				}
+				wait = joinBuildWait
 			}
-			if err := n.checkVoterBuild(ctx, op.ID, op.RaftAddr, joinBuildWait); err != nil {
+			if err := n.checkVoterBuild(ctx, op.ID, op.RaftAddr, wait); err != nil {
 				return err
 			}
 			if cf = n.raft.GetConfiguration(); cf.Error() != nil {

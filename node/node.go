@@ -65,7 +65,9 @@ type Options struct {
 	// UpdatePending tells whether this box runs an update in its trial
 	// boot, not yet committed (it may still fall back to its old build).
 	// While any member says so, the leader does not raise the cluster's
-	// feature level (featurelevel.go). Nil: never.
+	// feature level (featurelevel.go). It is called often (every status,
+	// every report to the others, each second on the leader): it must be
+	// cheap and must not block. Nil: never.
 	UpdatePending func() bool
 }
 
