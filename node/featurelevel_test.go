@@ -51,7 +51,7 @@ func TestFeatureLevelWaitsForUpdateTrial(t *testing.T) {
 	}
 	levels[1].Store(2)
 	pending[2].Store(true)
-	c := nodetest.Start(t, 3, lanTimeouts, builds(levels, pending), nil)
+	c := nodetest.Start(t, 3, nodetest.PatientRaft, builds(levels, pending), nil)
 	_, leader := c.WaitLeader(10 * time.Second)
 	waitFor(t, "the leader to see box 2's trial", 30*time.Second, func() bool {
 		m, ok := member(leader, c.Configs[2].NodeID)
@@ -73,7 +73,7 @@ func TestFeatureLevelWaitsForUpdateTrial(t *testing.T) {
 	levels[1].Store(3)
 	c.StopNode(1)
 	c.StartNode(1)
-	levelsAll(t, c, 3, 30*time.Second)
+	levelsAll(t, c, 3, 60*time.Second)
 	c.AssertIdentical(10 * time.Second)
 }
 
@@ -87,7 +87,7 @@ func TestPromoteRefusesAnOlderBuild(t *testing.T) {
 		l.Store(2)
 	}
 	levels[3].Store(1)
-	c := nodetest.Start(t, 3, lanTimeouts, builds(levels, nil), nil)
+	c := nodetest.Start(t, 3, nodetest.PatientRaft, builds(levels, nil), nil)
 	levelsAll(t, c, 2, 30*time.Second)
 	_, leader := c.WaitLeader(10 * time.Second)
 	d := addBox(t, c, "d", c.Configs[0].Peers)
@@ -110,6 +110,11 @@ func TestPromoteRefusesAnOlderBuild(t *testing.T) {
 	levels[3].Store(2)
 	c.StopNode(d)
 	c.StartNode(d)
+	_, leader = c.WaitLeader(20 * time.Second)
+	waitFor(t, "the leader to hear d's new build", 30*time.Second, func() bool {
+		m, ok := member(leader, "d")
+		return ok && m.Build != nil && m.Build.Level == 2
+	})
 	if err := leader.PromoteMember(ctx, "d"); err != nil {
 		t.Fatalf("promoting d once updated: %v", err)
 	}
