@@ -73,26 +73,41 @@ func TestVersionGateDuringRollingUpdate(t *testing.T) {
 	// (upsertMenu 2).
 	sess := s.openSession("G1")
 	g := s.guest(sess)
-	traffic := func(boxes ...int) int64 {
+	// ok retries a call while the cluster elects a leader after a restart
+	// (503, or no answer yet), then requires a 200.
+	ok := func(what string, call func() resp) resp {
 		t.Helper()
-		var id int64
-		for _, b := range boxes {
-			r := g.orderPast(b, newKey(), func() map[string]any {
-				c := cart(line("gyoza", 1), line("tea", 1))
-				c["allowRepeat"] = true
-				return c
-			}())
-			if r.Status != 200 {
-				t.Fatalf("order through box %d: %d %s", b, r.Status, r.Body)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r := call()
+			if r.Status == 200 {
+				return r
 			}
+			if r.Status != 503 && r.Status != -1 || time.Now().After(deadline) {
+				t.Fatalf("%s: %d %s", what, r.Status, r.Body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	traffic := func(boxes ...int) {
+		t.Helper()
+		for _, b := range boxes {
+			key := newKey()
+			c := cart(line("gyoza", 1), line("tea", 1))
+			c["allowRepeat"] = true
+			r := ok("order through box "+strconv.Itoa(b), func() resp { return g.orderPast(b, key, c) })
 			var o success
 			r.json(t, &o)
-			id = o.OrderID
-			s.mustStaff(b, "PUT", "/api/staff/stock/gyoza", map[string]any{"quantity": 1000})
-			s.mustStaff(b, "PATCH", "/api/staff/orders/"+strconv.FormatInt(id, 10), map[string]string{"status": "COOKING"})
-			s.mustStaff(b, "PUT", "/api/staff/menu/tea", map[string]any{"name": "烏龍茶", "category": "drinks", "price": 300})
+			ok("stock", func() resp {
+				return s.staff(b, "PUT", "/api/staff/stock/gyoza", map[string]any{"quantity": 1000})
+			})
+			ok("kitchen status", func() resp {
+				return s.staff(b, "PATCH", "/api/staff/orders/"+strconv.FormatInt(o.OrderID, 10), map[string]string{"status": "COOKING"})
+			})
+			ok("menu", func() resp {
+				return s.staff(b, "PUT", "/api/staff/menu/tea", map[string]any{"name": "烏龍茶", "category": "drinks", "price": 300})
+			})
 		}
-		return id
 	}
 
 	// 1. Mixed: the leader raised the store from "none" to level 1, the
