@@ -55,4 +55,3 @@ func TestNewCommandTypesAreGated(t *testing.T) {
 		}
 	}
 }
-
