@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
@@ -45,11 +46,16 @@ var errStopped = errors.New("stopped before start completed")
 func startMember(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, version string, restart func(), routes func(*echo.Echo)) (*member, error) {
 	memLimit := node.SetMemoryLimit()
 	var box *update.Box
+	// The feature level is not raised while this box may still fall back
+	// to its old version (node/featurelevel.go).
+	var trial atomic.Pointer[update.Box]
+	inTrial := func() bool { b := trial.Load(); return b != nil && b.InTrial() }
 	withUpdates := func(n *node.Node) (err error) {
 		box, err = update.New(n, update.Options{Version: version, Restart: restart, Logger: log})
+		trial.Store(box)
 		return err
 	}
-	n, _, err := startStoreWith(ctx, cfg, log, orders.Options{}, withUpdates, routes)
+	n, _, err := startStoreWith(ctx, cfg, log, orders.Options{}, inTrial, withUpdates, routes)
 	if err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped before start completed", "error", err)
@@ -195,14 +201,15 @@ func announceMember(box setup.Layout, version string, log *slog.Logger) *setup.A
 // config file), mounts any extra routes, and starts it; ctx ends a start
 // that waits for a peer's snapshot (no usable local one).
 func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, svcOpts orders.Options, routes ...func(*echo.Echo)) (*node.Node, *orders.Service, error) {
-	return startStoreWith(ctx, cfg, log, svcOpts, nil, routes...)
+	return startStoreWith(ctx, cfg, log, svcOpts, nil, nil, routes...)
 }
 
 // startStoreWith is startStore with more set up on the node before the
 // domain attaches (before, if set: the updates of a member).
-func startStoreWith(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, svcOpts orders.Options, before func(*node.Node) error, routes ...func(*echo.Echo)) (*node.Node, *orders.Service, error) {
+func startStoreWith(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, svcOpts orders.Options, updatePending func() bool, before func(*node.Node) error, routes ...func(*echo.Echo)) (*node.Node, *orders.Service, error) {
 	opts := orders.NodeOptions()
 	opts.Logger = log
+	opts.UpdatePending = updatePending
 	n, err := node.New(cfg.NodeConfig, opts)
 	if err != nil {
 		return nil, nil, err

@@ -52,6 +52,7 @@ var messages = map[string][2]string{
 	"CALL_NOT_FOUND":      {"呼び出しが見つかりません。", "Call not found."},
 	"SESSIONS_OPEN":       {"お会計の済んでいないテーブルがあります。", "Some tables have not been checked out yet."},
 	// The box's own answers (node).
+	"FEATURE_NOT_READY": {"この操作は、すべての端末が新しいバージョンになると使えます。更新が終わってから、もう一度お試しください。", "This works once every box runs the new version. Please try again when the update has finished."},
 	"NODE_HALTED": {"この端末は停止しています。別の端末をお使いください。", "This box has stopped serving writes. Please use another one."},
 	"DISK_FULL": {"この端末の記憶領域（メモリーカード）がいっぱいのため、注文を受け付けられません。少し待ってからもう一度お試しください。",
 		"This box's storage (memory card) is full, so it cannot take orders. Please try again shortly."},
@@ -72,6 +73,8 @@ var messages = map[string][2]string{
 	"ADDRESS_IN_USE":    {"そのアドレスは別のメンバーが使っています。", ""},
 	"LAST_VOTER":        {"最後の投票メンバーは外せません。", ""},
 	"WOULD_LOSE_QUORUM": {"外すと過半数の端末が応答しなくなり、注文を受けられなくなります。", ""},
+	"MEMBER_BUILD_OLD": {"その端末のソフトウェアはお店のほかの端末より古いため、投票メンバーにできません。端末を更新してから、もう一度お試しください。",
+		"That box runs an older version than the rest of the store, so it cannot become a voter. Update it, then try again."},
 	// Setup mode (package setup): claiming a box and the wizard.
 	"TLS_REQUIRED":        {"この操作は暗号化された接続（TLS）でのみ受け付けます。", "This call is accepted over TLS only."},
 	"NOT_IN_SETUP":        {"この端末はすでにお店の一員です。セットアップには使えません。", "This box is already part of a store; it cannot be set up again without a factory reset."},

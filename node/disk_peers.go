@@ -19,13 +19,19 @@ type peerReport struct {
 	DiskStatus
 	LastRestart  *restart.Record   `json:"lastRestart,omitempty"`
 	Certificates *certrenew.Status `json:"certificates,omitempty"`
+	// Build is the box's build level and update trial (featurelevel.go);
+	// a box from before the feature level answers none.
+	Build *BuildReport `json:"build,omitempty"`
+
+	at time.Time // when this box received it
 }
 
-// serveDisk is GET /internal/disk: this box's card and last restart for
-// the others' status.
+// serveDisk is GET /internal/disk: this box's card, last restart and
+// build for the others' status and the feature level's raise.
 func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart(), Certificates: n.CertStatus()})
+	b := n.Build()
+	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart(), Certificates: n.CertStatus(), Build: &b})
 }
 
 // peerDiskEvery: how often each member's card is asked for.
@@ -54,27 +60,30 @@ func (n *Node) fetchPeerDisks() {
 
 // fetchPeerDisk asks a member for its card (short timeout) and keeps the
 // answer; a member that does not answer keeps what it last reported.
-func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
+// It tells whether the member answered.
+func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.internalURL(raftAddr, "/internal/disk"), nil)
 	if err != nil {
-		return
+		return false
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
 	resp, err := n.diskHTTP.Do(req)
 	if err != nil {
-		return
+		return false
 	}
 	defer resp.Body.Close()
 	var s peerReport
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 8192)).Decode(&s) != nil || s.State == "" {
-		return
+		return false
 	}
+	s.at = time.Now()
 	n.disk.mu.Lock()
 	if n.disk.peers == nil {
 		n.disk.peers = map[string]peerReport{}
 	}
 	n.disk.peers[id] = s
 	n.disk.mu.Unlock()
+	return true
 }

@@ -57,6 +57,8 @@ func (n *Node) FailErr(c echo.Context, err error) error {
 			code = "DISK_FULL"
 		}
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: code, RetryAfter: 2 * time.Second})
+	case errors.Is(err, ErrNotSwitchedOn):
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "FEATURE_NOT_READY", RetryAfter: 5 * time.Second})
 	case errors.Is(err, ErrHalted):
 		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "NODE_HALTED", RetryAfter: 5 * time.Second})
 	default:
@@ -327,6 +329,10 @@ type MemberStatus struct {
 	// (absent: never, or a box without HTTPS): when they lapse, whether
 	// the box can renew its HTTPS certificate, the console's warning.
 	Certificates *certrenew.Status `json:"certificates,omitempty"`
+	// Build is the newest feature level the member's build knows and
+	// whether it is in an update's trial boot, as it last reported them
+	// (absent: never, or a build from before the feature level).
+	Build *BuildReport `json:"build,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -350,6 +356,12 @@ type Status struct {
 	ShopName string `json:"shopName,omitempty"`
 	// TimeZone is the store's time zone, the screens' times' (AddStatus).
 	TimeZone string `json:"timeZone,omitempty"`
+	// FeatureLevel is the cluster's feature level as this box applied it
+	// (0: none yet); BuildLevel the newest one this box's build knows. A
+	// BuildLevel below FeatureLevel is a box rolled back or joined with an
+	// older build: it halts at the first entry it cannot apply.
+	FeatureLevel uint32 `json:"featureLevel"`
+	BuildLevel   uint32 `json:"buildLevel"`
 }
 
 // AddStatus installs fn to fill the domain's part of the status.
@@ -371,6 +383,8 @@ func (n *Node) Status() Status {
 		AppliedIndex: n.fsm.Handled(),
 		FSMTime:      n.FSMNow(),
 		ClockSuspect: n.clockSuspect(),
+		FeatureLevel: n.fsm.FeatureLevel(),
+		BuildLevel:   n.fsm.BuildLevel(),
 	}
 	if d := n.Disk(); d.State != "" {
 		s.Disk = &d
@@ -399,6 +413,9 @@ func (n *Node) Status() Status {
 			}
 			m.LastRestart = n.PeerRestart(id)
 			m.Certificates = n.PeerCerts(id)
+			if b, _, ok := n.PeerBuild(id); ok {
+				m.Build = &b
+			}
 			s.Nodes = append(s.Nodes, m)
 		}
 	}

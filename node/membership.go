@@ -184,6 +184,26 @@ func (n *Node) commitMembers(ctx context.Context, op memberOp) error {
 		if cur != nil && (cur.Suffrage == raft.Voter || !op.Voter) {
 			return nil
 		}
+		if op.Voter && n.fsm.FeatureLevel() > 0 {
+			// A voter must apply the log at the store's feature level: a
+			// new box joins as a non-voter first (then it may be asked over
+			// the cluster port), and is made a voter once its build is
+			// known to be new enough (featurelevel.go).
+			wait := time.Duration(0) // a retry, or an existing non-voter: ask once
+			if cur == nil {
+				if err := n.await(n.raft.AddNonvoter(raft.ServerID(op.ID), raft.ServerAddress(op.RaftAddr), prev, applyTimeout), 0); err != nil {
+					return membershipRaftErr(err)
+				}
+				wait = joinBuildWait
+			}
+			if err := n.checkVoterBuild(ctx, op.ID, op.RaftAddr, wait); err != nil {
+				return err
+			}
+			if cf = n.raft.GetConfiguration(); cf.Error() != nil {
+				return fmt.Errorf("%w: read configuration: %v", errRetry, cf.Error())
+			}
+			prev = cf.Index()
+		}
 		if op.Voter {
 			f = n.raft.AddVoter(raft.ServerID(op.ID), raft.ServerAddress(op.RaftAddr), prev, applyTimeout)
 		} else {
@@ -195,6 +215,9 @@ func (n *Node) commitMembers(ctx context.Context, op memberOp) error {
 		}
 		if cur.Suffrage == raft.Voter {
 			return nil
+		}
+		if err := n.checkVoterBuild(ctx, op.ID, string(cur.Address), 0); err != nil {
+			return err
 		}
 		f = n.raft.AddVoter(cur.ID, cur.Address, prev, applyTimeout)
 	case "remove":

@@ -66,6 +66,13 @@ type Options struct {
 	// FailBarrier, when set, runs before each post-election Barrier; an
 	// error counts as a failed barrier (tests inject failures with it).
 	FailBarrier func() error
+	// UpdatePending tells whether this box runs an update in its trial
+	// boot, not yet committed (it may still fall back to its old build).
+	// While any member says so, the leader does not raise the cluster's
+	// feature level (featurelevel.go). It is called often (every status,
+	// every report to the others, each second on the leader): it must be
+	// cheap and must not block. Nil: never.
+	UpdatePending func() bool
 }
 
 // Node is one store box.
@@ -181,6 +188,7 @@ func New(cfg Config, opts Options) (*Node, error) {
 	// against the membership and the deny-list (peercheck.go).
 	n.opts.ServerTLS, n.opts.ClientTLS = n.withPeerCheck(n.opts.ServerTLS), n.withPeerCheck(n.opts.ClientTLS)
 	n.AddLeaderWorker("expire", n.expireWorker)
+	n.AddLeaderWorker("featureLevel", n.featureLevelWorker)
 	n.echo = newEcho(n)
 	n.initMetrics()
 	n.peerHTTP = n.newPeerClient(n.countedDial)

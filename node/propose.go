@@ -27,6 +27,10 @@ var (
 	ErrUnknownOutcome = errors.New("outcome unknown: leadership changed while the command was in flight")
 	// ErrHalted means this node's state machine stopped (see logs).
 	ErrHalted = raftfsm.ErrHalted
+	// ErrNotSwitchedOn means a command type the cluster's feature level
+	// does not allow yet: it works once every box runs a build that
+	// applies it (node/featurelevel.go).
+	ErrNotSwitchedOn = errors.New("not switched on in this cluster yet")
 )
 
 const (

@@ -30,7 +30,8 @@ const (
 )
 
 // commandVersions is the newest version of each domain command this build
-// applies and proposes (1 when absent). A handler applies every older
+// applies (1 when absent); it proposes them once the cluster's feature
+// level allows (levels.go: a new version needs a new level). A handler applies every older
 // version exactly as the build that introduced it (raftfsm.ApplyBatch,
 // mixed versions). Version 2:
 //   - setOrderStatus: a closed session's orders answer 410 SESSION_CLOSED;
@@ -65,8 +66,12 @@ func versionOf(t raftfsm.CommandType) uint8 {
 	return 1
 }
 
-// Register adds the domain commands to the node's dispatch table.
-func Register(reg *raftfsm.Registry) { registerTable(commandTable{reg, versionOf}) }
+// Register adds the domain commands to the node's dispatch table, and
+// this build's feature levels (levels.go).
+func Register(reg *raftfsm.Registry) {
+	registerTable(commandTable{reg, versionOf})
+	registerLevels(reg, featureLevels)
+}
 
 // registerTable adds every domain command, one line each (tests register
 // an older build's table with it). A handler receives its payload decoded

@@ -16,6 +16,24 @@ func RegisterV1(reg *raftfsm.Registry) {
 	registerTable(commandTable{reg, func(raftfsm.CommandType) uint8 { return 1 }})
 }
 
+// RegisterGateOld registers an old build of the version gate's era: its
+// table applies version 1 of every command and its one feature level
+// allows exactly that.
+func RegisterGateOld(reg *raftfsm.Registry) {
+	registerTable(commandTable{reg, func(raftfsm.CommandType) uint8 { return 1 }})
+	registerLevels(reg, []map[raftfsm.CommandType]uint8{{}})
+}
+
+// RegisterGateNew registers the build that follows it: this build's
+// table, whose newer versions a level 2 switches on.
+func RegisterGateNew(reg *raftfsm.Registry) {
+	registerTable(commandTable{reg, versionOf})
+	registerLevels(reg, []map[raftfsm.CommandType]uint8{{}, commandVersions})
+}
+
+// ProposedVersion is the version s proposes for t now.
+func (s *Service) ProposedVersion(t raftfsm.CommandType) uint8 { return s.version(t) }
+
 // SetPrintIO shortens the printer I/O bounds for fault tests.
 func SetPrintIO(dial, io time.Duration) func() {
 	d, i := printDialTimeout, printIOTimeout

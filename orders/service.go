@@ -244,7 +244,10 @@ func (s *Service) Routes(e *echo.Echo) {
 // leader, or forwarded to it) and decodes its Result. Idempotent commands
 // are retried across a leader change even when the outcome is unknown.
 func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, idempotent bool) (Result, error) {
-	v := s.version(t)
+	v, err := s.switchedOn(ctx, t)
+	if err != nil {
+		return Result{}, err
+	}
 	payload, err := encodeCommand(cmd, v)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
@@ -273,13 +276,40 @@ func refused(r Result, err error) (Result, error) {
 
 // version is what this node proposes for t: this build's newest, but
 // never newer than its own dispatch table applies (a node never proposes
-// what it would halt on itself).
+// what it would halt on itself), nor than the cluster's feature level
+// allows (every box applies it: raftfsm/level.go). 0: not switched on.
 func (s *Service) version(t raftfsm.CommandType) uint8 {
-	v := versionOf(t)
-	if own := s.node.FSM().MaxVersion(t); own != 0 && own < v {
-		v = own
+	return min(versionOf(t), s.node.FSM().ProposableVersion(t))
+}
+
+// levelWait bounds how long a proposer waits for the cluster's feature
+// level to allow a command type: a new store's leader raises it within
+// seconds of its start (every member reports its build every 2 s); a
+// store in the middle of an update keeps it until the last box commits.
+const levelWait = 10 * time.Second
+
+// switchedOn is the version of t to propose, waiting up to levelWait for
+// a type the cluster's feature level does not allow yet.
+func (s *Service) switchedOn(ctx context.Context, t raftfsm.CommandType) (uint8, error) {
+	v := s.version(t)
+	if v != 0 {
+		return v, nil
 	}
-	return v
+	wait := time.NewTimer(levelWait)
+	defer wait.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for v == 0 {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-wait.C:
+			return 0, fmt.Errorf("command %d at feature level %d: %w", t, s.node.FSM().FeatureLevel(), node.ErrNotSwitchedOn)
+		case <-tick.C:
+		}
+		v = s.version(t)
+	}
+	return v, nil
 }
 
 // respond writes a command's Result: the success body, or the reason code

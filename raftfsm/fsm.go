@@ -84,6 +84,9 @@ type FSM struct {
 	waiters     atomic.Int64
 	commits     atomic.Uint64
 
+	// level is the cluster's feature level as applied here (level.go).
+	level atomic.Uint32
+
 	state   sync.Mutex // guards the fields below
 	applied uint64
 	now     int64
@@ -199,6 +202,7 @@ func (f *FSM) initMeta() error {
 		f.nowAt = time.Now()
 		f.wall = int64(getU64(b, keyWall))
 		f.state.Unlock()
+		f.level.Store(uint32(getU64(b, keyLevel)))
 		return nil
 	})
 }
@@ -267,6 +271,7 @@ func (f *FSM) Reset() error {
 	f.state.Lock()
 	f.applied, f.now, f.wall = 0, 0, 0
 	f.state.Unlock()
+	f.level.Store(0)
 	return f.openFiles()
 }
 
@@ -526,7 +531,7 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) error {
 			return fmt.Errorf("index %d: %s version %d is newer than this node applies (%d): upgrade this node",
 				l.Index, reg.name, cmd.Version, reg.maxVersion)
 		}
-		ctx := &ApplyContext{Index: l.Index, Now: g.now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: g.btx, SQL: g.stx, DB: g.db}
+		ctx := &ApplyContext{Index: l.Index, Now: g.now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: g.btx, SQL: g.stx, DB: g.db, fsm: f}
 		data, herr := reg.handler(ctx, cmd.Payload)
 		if herr != nil {
 			return fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, herr)

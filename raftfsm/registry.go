@@ -22,6 +22,7 @@ type ApplyContext struct {
 	DB Querier
 
 	events []Event
+	fsm    *FSM // the FSM applying it (its own commands, level.go)
 }
 
 // Event is something a committed command tells listeners (the kitchen
@@ -55,11 +56,20 @@ type registration struct {
 // FSM stays generic.
 type Registry struct {
 	handlers map[CommandType]registration
+	// top is this build's feature level and allowed what each level
+	// allows (SetFeatureLevels, level.go); zero: level 1, all allowed.
+	top     uint32
+	allowed LevelTable
 }
 
-// NewRegistry returns an empty dispatch table.
+// NewRegistry returns a dispatch table holding only the FSM's own
+// command (the feature level, level.go).
 func NewRegistry() *Registry {
-	return &Registry{handlers: map[CommandType]registration{}}
+	r := &Registry{handlers: map[CommandType]registration{}}
+	r.Register(CmdFeatureLevel, "cluster.featureLevel", func(ctx *ApplyContext, p []byte) ([]byte, error) {
+		return ctx.fsm.applyFeatureLevel(ctx, p)
+	})
+	return r
 }
 
 // Register adds a handler for version 1 of a command; registering a type

@@ -1,0 +1,47 @@
+package orders
+
+import "masterorder/raftfsm"
+
+// featureLevels[L-1] is what the cluster's feature level L lets a box
+// propose: the newest version of each command type (absent: version 1; 0:
+// a type not proposed yet at that level). The level is raised by the
+// leader only when every box runs a build that knows it (raftfsm/level.go,
+// node/featurelevel.go), so a box rolled back to the previous build during
+// a rolling update still applies everything the others propose.
+//
+// A level is never edited once released. A build that adds a command
+// version (commandVersions) or a command type appends a level that allows
+// it; the newest level allows exactly commandVersions (levels_test.go).
+var featureLevels = []map[raftfsm.CommandType]uint8{
+	// Level 1 is exactly what the builds before the gate proposed, so a
+	// store that has no level yet (0, which allows what level 1 allows) is
+	// safe in mixed versions from the first day.
+	{
+		CmdSetStock: 2, CmdPlaceOrder: 5, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
+		CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 2, CmdReprint: 2,
+		CmdUpsertMenu: 2, CmdCloudState: 2,
+		CmdShopTimeZone: 0,
+	},
+	// Level 2: the store's time zone set from the console (timezone.go).
+	{
+		CmdSetStock: 2, CmdPlaceOrder: 5, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
+		CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 2, CmdReprint: 2,
+		CmdUpsertMenu: 2, CmdCloudState: 2,
+		CmdShopTimeZone: 1,
+	},
+}
+
+// levelsOf is the raftfsm.LevelTable of a list of levels.
+func levelsOf(levels []map[raftfsm.CommandType]uint8) raftfsm.LevelTable {
+	return func(t raftfsm.CommandType, level uint32) uint8 {
+		if v, ok := levels[level-1][t]; ok {
+			return v
+		}
+		return 1
+	}
+}
+
+// registerLevels declares this build's feature levels (Register).
+func registerLevels(reg *raftfsm.Registry, levels []map[raftfsm.CommandType]uint8) {
+	reg.SetFeatureLevels(uint32(len(levels)), levelsOf(levels))
+}
