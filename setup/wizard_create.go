@@ -20,6 +20,9 @@ type CreateRequest struct {
 	TaxRatePercent      int    `json:"taxRatePercent"`
 	GuestName           string `json:"guestName"` // default masterorder.local
 	SetupCode           string `json:"setupCode,omitempty"`
+	// Restore makes the store from the backup sent before
+	// (POST /setup/api/restore) instead of an empty one.
+	Restore bool `json:"restore,omitempty"`
 }
 
 // createBody is what POST /setup/api/create reads: the form, and the

@@ -49,6 +49,27 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 			RaftPort: strconv.Itoa(e.Info.Ports.Raft), HTTPSPort: strconv.Itoa(e.Info.Ports.HTTPS)}
 	}
 	peers := cl.Peers(boxes)
+	// A restore seeds this box first, before any box is configured: a
+	// failure leaves every box blank, and the others are told to join
+	// this one (they must not start an empty store of their own).
+	join := func(i int) bool { return req.Restore && !picked[i].Self }
+	if req.Restore {
+		for i, e := range picked {
+			if !e.Self {
+				continue
+			}
+			bundle, err := cl.Bundle(boxes[i], peers, false, true)
+			if err == nil {
+				err = w.restoreSelf(bundle)
+			}
+			if err != nil {
+				w.setStep(i, "", Reason{Error: "RESTORE_FAILED", Detail: err.Error()})
+				release()
+				w.fail("RESTORE_FAILED")
+				return
+			}
+		}
+	}
 	order := make([]int, 0, len(picked))
 	for i, e := range picked {
 		if !e.Self {
@@ -74,7 +95,7 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 			w.fail(lastCode)
 			return
 		}
-		bundle, err := cl.Bundle(boxes[i], peers, false, true)
+		bundle, err := cl.Bundle(boxes[i], peers, join(i), true)
 		if err == nil {
 			err = configure(ctx, clients[i], tokens[i], bundle)
 		}
