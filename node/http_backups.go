@@ -67,7 +67,7 @@ func (n *Node) makeBackup(c echo.Context) error {
 			return n.FailErr(c, err)
 		}
 		n.log.Error("console backup failed", "error", err)
-		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "BACKUP_FAILED", Detail: err.Error()})
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusServiceUnavailable, Code: "BACKUP_FAILED", Detail: err.Error(), RetryAfter: 10 * time.Second})
 	}
 	// Only the newest waits for its download.
 	entries, _ := os.ReadDir(n.consoleBackupDir())
