@@ -241,7 +241,10 @@ func TestBackupFromConsoleRestoresThroughWizard(t *testing.T) {
 		}
 		r.Decode(t, &login)
 		auth := map[string]string{"Authorization": "Bearer " + login.Token}
-		get := func(path string) (int, []byte) { r := orderstest.Do(t, tab, "GET", base+path, auth, nil); return r.Status, r.Body }
+		get := func(path string) (int, []byte) {
+			r := orderstest.Do(t, tab, "GET", base+path, auth, nil)
+			return r.Status, r.Body
+		}
 		var menu, orders []any
 		deadline := time.Now().Add(60 * time.Second)
 		for {
