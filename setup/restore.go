@@ -92,19 +92,37 @@ func (w *Wizard) handleRestoreUpload(c echo.Context) error {
 }
 
 // restoreSelf seeds this box's data directory from the uploaded backup
-// with the config it is about to receive (b, this box's bundle). On a
-// failure it leaves the data directory as it found it (blank).
+// with the config it is about to receive (b, this box's bundle). A box in
+// setup mode holds no store: what a restore left there before (a setup
+// that failed after it) is removed first, and again on a failure, so the
+// data directory is blank whenever the box is not yet a member. The
+// upload stays until this box is configured (a failed setup may retry).
 func (w *Wizard) restoreSelf(b cluster.Bundle) error {
 	l := w.box.opts.Layout
+	w.unrestore()
 	c := b.Config
 	c.UseLayout(l.TLSDir(), l.DataDir())
 	if _, err := cluster.RestoreBackup(c, l.restoreBackupPath(), w.box.log); err != nil {
 		w.box.log.Error("setup: restore failed", "error", err)
-		os.RemoveAll(filepath.Join(l.DataDir(), "raft"))
-		os.RemoveAll(filepath.Join(l.DataDir(), "fsm"))
+		w.unrestore()
 		return err
 	}
-	// The store is in the data directory now; the upload is not needed.
-	os.RemoveAll(l.restoreDir())
 	return nil
+}
+
+// unrestore removes a restored store from a box still in setup mode.
+func (w *Wizard) unrestore() {
+	if w.box.Info().State == ModeMember {
+		return // configured after all: that is its store now
+	}
+	l := w.box.opts.Layout
+	for _, d := range []string{"raft", "fsm"} {
+		os.RemoveAll(filepath.Join(l.DataDir(), d))
+	}
+}
+
+// restored: this box is configured with the restored store; the upload
+// is not needed any more.
+func (w *Wizard) restored() {
+	os.RemoveAll(w.box.opts.Layout.restoreDir())
 }

@@ -92,6 +92,9 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 	for _, i := range order {
 		if picked[i].Self && ok+1 < majority {
 			release()
+			if req.Restore {
+				w.unrestore()
+			}
 			w.fail(lastCode)
 			return
 		}
@@ -104,6 +107,9 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 			w.setStep(i, "", r)
 			if picked[i].Self {
 				release()
+				if req.Restore {
+					w.unrestore()
+				}
 				w.fail(r.Error)
 				return
 			}
@@ -113,6 +119,9 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 		tokens[i] = "" // configured: nothing to release
 		configured[i] = true
 		ok++
+		if req.Restore && picked[i].Self {
+			w.restored()
+		}
 	}
 	release() // the boxes that failed go back to setup mode if they still answer
 	w.follow(ctx, req, peers, configured)
