@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,16 +50,13 @@ type BackupMade struct {
 
 var consoleBackupName = regexp.MustCompile(`^masterorder-[A-Za-z0-9_-]+-[0-9]+\.mosnap$`)
 
-// consoleBackups serialises the making of console backups.
-var consoleBackups sync.Mutex
-
 func (n *Node) consoleBackupDir() string { return filepath.Join(n.cfg.DataDir, "backups") }
 
 func (n *Node) makeBackup(c echo.Context) error {
-	if !consoleBackups.TryLock() {
+	if !n.backupMu.TryLock() {
 		return httpapi.Fail(c, http.StatusConflict, "BACKUP_BUSY")
 	}
-	defer consoleBackups.Unlock()
+	defer n.backupMu.Unlock()
 	made, err := n.MakeBackupFile(c.Request().Context(), n.consoleBackupDir())
 	if err != nil {
 		if errors.Is(err, ErrDiskLow) || errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrHalted) {
