@@ -3,13 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"masterorder/node"
@@ -53,56 +49,30 @@ func backup(ctx context.Context, args []string, e env) error {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("backup from %s: status %d: %s", c.base, resp.StatusCode, bytes.TrimSpace(data))
 	}
-	tmp := *out + ".partial"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, sum), resp.Body)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("backup download: %w", err)
-	}
 	// The digest trailer arrives after the body: without it (or with an
 	// error trailer) the stream was cut and the file is not a backup.
-	if msg := resp.Trailer.Get(orders.BackupErrorTrailer); msg != "" {
-		return fmt.Errorf("backup failed on the server: %s", msg)
-	}
-	digest := hex.EncodeToString(sum.Sum(nil))
-	if want := resp.Trailer.Get(orders.BackupDigestTrailer); want != digest {
-		return fmt.Errorf("backup incomplete: %d bytes, digest %s, server said %q", n, digest, want)
-	}
 	// Success means the file restores: both stores at the index the
-	// server claimed.
-	index, err := verifyBackupFile(tmp, e.stderr)
+	// server claimed (node.SaveBackup, the console's rule too).
+	claimed, _ := strconv.ParseUint(resp.Header.Get(orders.BackupIndexHeader), 10, 64)
+	if claimed == 0 {
+		return fmt.Errorf("backup of %s: the server claimed no index (%q)", c.base, resp.Header.Get(orders.BackupIndexHeader))
+	}
+	opts := orders.NodeOptions()
+	opts.Logger = newLogger(node.LogConfig{Level: "warn"}, e.stderr)
+	file, err := node.SaveBackup(opts, *out, node.BackupSource{R: resp.Body, Index: claimed, Complete: func(digest string) error {
+		if msg := resp.Trailer.Get(orders.BackupErrorTrailer); msg != "" {
+			return fmt.Errorf("backup failed on the server: %s", msg)
+		}
+		if want := resp.Trailer.Get(orders.BackupDigestTrailer); want != digest {
+			return fmt.Errorf("the server said %q", want)
+		}
+		return nil
+	}})
 	if err != nil {
-		return fmt.Errorf("backup of %s does not restore: %w", c.base, err)
+		return fmt.Errorf("backup of %s: %w", c.base, err)
 	}
-	if claimed := resp.Header.Get(orders.BackupIndexHeader); claimed != strconv.FormatUint(index, 10) {
-		return fmt.Errorf("backup of %s holds index %d, the server claimed %q", c.base, index, claimed)
-	}
-	if err := os.Rename(tmp, *out); err != nil {
-		return err
-	}
+	index, n, digest := file.Index, file.Bytes, file.SHA256
 	fmt.Fprintf(e.stdout, "backup of %s at index %d: %d bytes, sha256 %s, verified: it restores\n", c.base, index, n, digest)
 	fmt.Fprintf(e.stdout, "written to %s\n", *out)
 	return nil
-}
-
-func verifyBackupFile(path string, stderr io.Writer) (uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	opts := orders.NodeOptions()
-	opts.Logger = newLogger(node.LogConfig{Level: "warn"}, stderr)
-	return node.VerifyBackup(opts, filepath.Dir(path), f)
 }

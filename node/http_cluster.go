@@ -32,6 +32,8 @@ func (n *Node) ClusterRoutes(staff *echo.Group) {
 	staff.DELETE("/cluster/members/:id", n.removeMember)
 	staff.POST("/cluster/members/:id/promote", n.promoteMember)
 	staff.GET("/backup", n.backup)
+	staff.POST("/backups", n.makeBackup)
+	staff.GET("/backups/:file", n.downloadBackup)
 	n.extrasMu.Lock()
 	more := n.staffRoutes
 	n.extrasMu.Unlock()

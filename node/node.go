@@ -126,7 +126,9 @@ type Node struct {
 	lastRestart *restart.Record // why this run started (lastrestart.go)
 	run         restart.Run
 
-	extrasMu   sync.Mutex
+	extrasMu sync.Mutex
+	// backupMu: one console backup at a time (http_backups.go).
+	backupMu   sync.Mutex
 	statusFns  []func(*Status)
 	staffCheck func(r *http.Request) bool
 	origins    []string // CORS origins the domain added (AllowOrigin)

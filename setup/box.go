@@ -246,7 +246,7 @@ func (b *Box) Routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = httpapi.ErrorHandler(b.log, nil)
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("2M"))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "2M", Skipper: skipsBodyLimit}))
 	ui.RegisterSetup(e)
 	v1 := e.Group(claimPrefix, tlsOnly)
 	v1.GET("/info", func(c echo.Context) error { return c.JSON(http.StatusOK, b.Info()) })

@@ -72,6 +72,8 @@ type Progress struct {
 	Job
 	Boxes []BoxProgress `json:"boxes,omitempty"`
 	Done  *Done         `json:"done,omitempty"`
+	// Restore: the store is made from a backup (the wizard's restore).
+	Restore bool `json:"restore,omitempty"`
 }
 
 // BoxProgress is one box's step in the wizard's job.

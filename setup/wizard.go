@@ -22,6 +22,7 @@ import (
 //	POST /setup/api/identify  {"id"}: blink that box's LED
 //	POST /setup/api/create    CreateRequest → 202; form the cluster
 //	GET  /setup/api/progress  Progress
+//	POST /setup/api/restore   a backup file → RestoreUpload (restore.go)
 //
 // The page is plain HTTP on the shared store Wi-Fi, so it never sends a
 // password: it checks init's strength rule itself, hashes each password
@@ -40,6 +41,7 @@ type Wizard struct {
 	mu       sync.Mutex
 	found    map[string]Candidate // the last listing, by box id
 	progress Progress
+	restore  *RestoreUpload // the backup sent for a restore (restore.go)
 }
 
 func newWizard(b *Box) *Wizard {
@@ -50,6 +52,7 @@ func (w *Wizard) routes(e *echo.Echo) {
 	e.GET("/setup/api/boxes", w.handleBoxes)
 	e.POST("/setup/api/identify", w.handleIdentify)
 	e.POST("/setup/api/create", w.handleCreate)
+	e.POST("/setup/api/restore", w.handleRestoreUpload)
 	e.GET("/setup/api/progress", func(c echo.Context) error { return c.JSON(http.StatusOK, w.Progress().Worded(httpapi.English(c))) })
 }
 
@@ -196,6 +199,10 @@ func (w *Wizard) handleCreate(c echo.Context) error {
 		w.mu.Unlock()
 		return httpapi.Fail(c, http.StatusConflict, "SETUP_BUSY")
 	}
+	if req.Restore && w.restore == nil {
+		w.mu.Unlock()
+		return httpapi.Write(c, httpapi.Refusal{Status: http.StatusBadRequest, Code: "RESTORE_NEEDS_BACKUP", Field: "restore"})
+	}
 	var picked []Candidate
 	for _, id := range req.Boxes {
 		e, ok := w.found[id]
@@ -207,7 +214,7 @@ func (w *Wizard) handleCreate(c echo.Context) error {
 	}
 	// The wizard's own box is a, the others follow as listed.
 	sort.SliceStable(picked, func(i, j int) bool { return picked[i].Self && !picked[j].Self })
-	w.progress = Progress{Job: Job{State: JobWorking}}
+	w.progress = Progress{Job: Job{State: JobWorking}, Restore: req.Restore}
 	ids := cluster.NodeIDs(len(picked))
 	for i, e := range picked {
 		w.progress.Boxes = append(w.progress.Boxes, BoxProgress{ID: e.ID, ShortCode: ShortCode(e.ID), Hostname: e.Info.Device.Hostname,

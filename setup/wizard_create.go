@@ -23,6 +23,9 @@ type CreateRequest struct {
 	// the owner's phone's. Empty: none written (the boxes' own, UTC).
 	TimeZone  string `json:"timeZone,omitempty"`
 	SetupCode string `json:"setupCode,omitempty"`
+	// Restore makes the store from the backup sent before
+	// (POST /setup/api/restore) instead of an empty one.
+	Restore bool `json:"restore,omitempty"`
 }
 
 // createBody is what POST /setup/api/create reads: the form, and the

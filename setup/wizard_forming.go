@@ -49,6 +49,27 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 			RaftPort: strconv.Itoa(e.Info.Ports.Raft), HTTPSPort: strconv.Itoa(e.Info.Ports.HTTPS)}
 	}
 	peers := cl.Peers(boxes)
+	// A restore seeds this box first, before any box is configured: a
+	// failure leaves every box blank, and the others are told to join
+	// this one (they must not start an empty store of their own).
+	join := func(i int) bool { return req.Restore && !picked[i].Self }
+	if req.Restore {
+		for i, e := range picked {
+			if !e.Self {
+				continue
+			}
+			bundle, err := cl.Bundle(boxes[i], peers, false, true)
+			if err == nil {
+				err = w.restoreSelf(bundle)
+			}
+			if err != nil {
+				w.setStep(i, "", Reason{Error: "RESTORE_FAILED", Detail: err.Error()})
+				release()
+				w.fail("RESTORE_FAILED")
+				return
+			}
+		}
+	}
 	order := make([]int, 0, len(picked))
 	for i, e := range picked {
 		if !e.Self {
@@ -71,10 +92,13 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 	for _, i := range order {
 		if picked[i].Self && ok+1 < majority {
 			release()
+			if req.Restore {
+				w.unrestore()
+			}
 			w.fail(lastCode)
 			return
 		}
-		bundle, err := cl.Bundle(boxes[i], peers, false, true)
+		bundle, err := cl.Bundle(boxes[i], peers, join(i), true)
 		if err == nil {
 			err = configure(ctx, clients[i], tokens[i], bundle)
 		}
@@ -83,6 +107,9 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 			w.setStep(i, "", r)
 			if picked[i].Self {
 				release()
+				if req.Restore {
+					w.unrestore()
+				}
 				w.fail(r.Error)
 				return
 			}
@@ -92,6 +119,9 @@ func (w *Wizard) form(req CreateRequest, cl *cluster.Cluster, picked []Candidate
 		tokens[i] = "" // configured: nothing to release
 		configured[i] = true
 		ok++
+		if req.Restore && picked[i].Self {
+			w.restored()
+		}
 	}
 	release() // the boxes that failed go back to setup mode if they still answer
 	w.follow(ctx, req, peers, configured)

@@ -26,6 +26,9 @@ const state = {
   looking: false,
   form: null, // what the owner typed, for the sheet
   progress: null,
+  restore: false, // "Restore a store from a backup" was chosen
+  backup: null, // the file the box took: { file, size, sha256 }
+  sending: false,
 };
 
 async function api(method, path, body) {
@@ -137,6 +140,46 @@ function renderShop() {
   // The store's time zone: this phone's, which the owner rarely changes.
   const zone = $('#time-zone');
   if (!zone.options.length) fillZones(zone, phoneZone() || 'Asia/Tokyo');
+  $('#backup-field').hidden = !state.restore;
+  const b = $('#shop-create');
+  if (b.getAttribute('aria-busy') !== 'true') {
+    b.dataset.i18n = state.restore ? 'setup.restore.create' : 'setup.shop.create';
+    b.textContent = T.t(b.dataset.i18n);
+  }
+  const st = $('#backup-state');
+  const chosen = $('#backup-file').files[0];
+  const ok = state.backup && chosen && state.backup.file === chosen;
+  st.hidden = !(state.sending || ok);
+  st.dataset.state = state.sending ? 'sending' : ok ? 'ok' : '';
+  st.textContent = state.sending ? T.t('setup.restore.sending') : ok ? T.t('setup.restore.ok', { size: sizeOf(state.backup.size) }) : '';
+}
+
+function sizeOf(n) {
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + ' MB';
+  if (n >= 1 << 10) return Math.round(n / (1 << 10)) + ' KB';
+  return n + ' B';
+}
+
+// sendBackup sends the chosen backup file to this box, which keeps it
+// once it arrived whole and restores (POST /setup/api/restore); the
+// same file is sent once. It answers the box's refusal, or null.
+async function sendBackup() {
+  const file = $('#backup-file').files[0];
+  if (!file) return { message: [T, 'setup.restore.noFile'] };
+  if (state.backup && state.backup.file === file) return null;
+  state.sending = true;
+  renderShop();
+  try {
+    const res = await fetch('/setup/api/restore', { method: 'POST', headers: { 'Accept-Language': T.lang(), 'Content-Type': 'application/octet-stream' }, body: file });
+    let data = null;
+    try { data = await res.json(); } catch { data = null; }
+    if (res.status !== 200) return { message: (data && data.message) || [T, 'common.error'] };
+    state.backup = { file, size: data.bytes, sha256: data.sha256 };
+    return null;
+  } finally {
+    state.sending = false;
+    renderShop();
+  }
 }
 
 // The form's inputs by the field names the server's refusals give.
@@ -161,7 +204,7 @@ function working(on) {
   const b = $('#shop-create');
   b.disabled = on;
   b.setAttribute('aria-busy', on ? 'true' : 'false');
-  b.dataset.i18n = on ? 'setup.shop.working' : 'setup.shop.create';
+  b.dataset.i18n = on ? 'setup.shop.working' : state.restore ? 'setup.restore.create' : 'setup.shop.create';
   b.textContent = T.t(b.dataset.i18n);
 }
 
@@ -192,9 +235,15 @@ async function create(ev) {
   if (passwordProblem(managerPassword)) return fieldError('#manager-pw', [T, 'setup.shop.weak']);
   if (passwordProblem(kitchenPassword)) return fieldError('#kitchen-pw', [T, 'setup.shop.weak']);
   if (kitchenPassword === managerPassword) return fieldError('#kitchen-pw', [T, 'setup.shop.same']);
+  if (state.restore && !$('#backup-file').files[0]) return fieldError('#backup-file', [T, 'setup.restore.noFile']);
   working(true);
   try {
     await painted();
+    if (state.restore) {
+      const refused = await sendBackup();
+      if (refused) return fieldError('#backup-file', refused.message);
+      form.restore = true;
+    }
     form.managerPasswordHash = await bcryptHash(managerPassword);
     form.kitchenPasswordHash = await bcryptHash(kitchenPassword);
     const r = await api('POST', '/setup/api/create', form);
@@ -303,7 +352,7 @@ function renderProgress() {
   walkSteps();
   // A failed create says so in its title, not "creating… keep this page open".
   const failed = p.state === 'failed';
-  T.put('#progress-title', failed ? 'setup.progress.failedTitle' : 'setup.progress.title');
+  T.put('#progress-title', failed ? 'setup.progress.failedTitle' : p.restore ? 'setup.restore.progress' : 'setup.progress.title');
   T.put('#progress-help', failed ? 'setup.progress.failedHelp' : 'setup.progress.help');
   const e = $('#progress-error');
   e.hidden = !failed;
@@ -316,6 +365,7 @@ function renderProgress() {
 function renderDone() {
   const d = (state.progress && state.progress.done) || null;
   if (!d) return;
+  $('#done-restored').hidden = !state.progress.restore;
   $('#ca-qr').src = '/ca/qr.png';
   $('#ca-ios').href = '/ca.mobileconfig';
   $('#ca-android').href = '/ca.crt';
@@ -363,6 +413,13 @@ function render() {
 }
 
 $('#box-refresh').addEventListener('click', lookForBoxes);
+for (const r of $$('#mode-choice input')) {
+  r.addEventListener('change', () => {
+    state.restore = $('#mode-restore').checked;
+    render();
+  });
+}
+$('#backup-file').addEventListener('change', () => renderShop());
 $('#box-next').addEventListener('click', () => show('shop'));
 $('#shop-back').addEventListener('click', () => show('boxes'));
 $('#shop-form').addEventListener('submit', create);

@@ -16,6 +16,7 @@ import { createHealthBanner, withHealthStrings } from '/assets/health.js';
 import { createPrintersPage } from '/staff/printers.js';
 import { createCloudPage, CLOUD_STRINGS } from '/staff/cloud.js';
 import { createUpdateCard, UPDATE_STRINGS } from '/staff/update.js';
+import { createBackupsPage, BACKUP_STRINGS } from '/staff/backups.js';
 import { withContentStrings } from '/staff/content-editor.js';
 import { CSV_STRINGS } from '/staff/menucsv.js';
 import { chosenPayment, resetPayment, showBillTax } from '/staff/payment.js';
@@ -24,8 +25,8 @@ const T = createI18n(
   withHealthStrings(
     withContentStrings(
       withCallStrings({
-        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja, CLOUD_STRINGS.ja, UPDATE_STRINGS.ja),
-        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en, CLOUD_STRINGS.en, UPDATE_STRINGS.en),
+        ja: Object.assign({}, STRINGS.ja, REPORT_STRINGS.ja, CSV_STRINGS.ja, CLOUD_STRINGS.ja, UPDATE_STRINGS.ja, BACKUP_STRINGS.ja),
+        en: Object.assign({}, STRINGS.en, REPORT_STRINGS.en, CSV_STRINGS.en, CLOUD_STRINGS.en, UPDATE_STRINGS.en, BACKUP_STRINGS.en),
       }),
     ),
   ),
@@ -326,6 +327,7 @@ const pages = {
   locks: createLocksPage(ctx),
   printers: createPrintersPage(ctx),
   cloud: createCloudPage(ctx),
+  backups: createBackupsPage(ctx),
   cluster: withCard(withCard(createClusterPage(ctx), createTimeZoneCard(ctx)), createUpdateCard(ctx)),
   reports: createReportsPage(ctx),
 };
