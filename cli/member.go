@@ -5,12 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"masterorder/node"
+	"masterorder/node/peerfind"
 	"masterorder/node/watchdog"
 	"masterorder/orders"
 	"masterorder/setup"
@@ -169,7 +171,13 @@ func announceMember(box setup.Layout, version string, log *slog.Logger) *setup.A
 	if _, p, err := net.SplitHostPort(cfg.HTTPAddr); err == nil {
 		port, _ = strconv.Atoi(p)
 	}
-	ann, err := setup.Announce(setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port})
+	a := setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port}
+	// The other members find this box by its node id when its address
+	// changes (node/peerfind).
+	if caPEM, err := os.ReadFile(cfg.TLS.CAFile); err == nil {
+		a.Member = peerfind.TXT(cfg.NodeID, peerfind.ClusterTag(caPEM), portOf(cfg.RaftAddr), portOf(cfg.HTTPSAddr))
+	}
+	ann, err := setup.Announce(a)
 	if err != nil {
 		log.Warn("mDNS: not announced yet (announced when the box has an address)", "error", err)
 	}
@@ -204,4 +212,14 @@ func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, sv
 		return nil, nil, err
 	}
 	return n, svc, nil
+}
+
+// portOf is the port of a HOST:PORT setting (0 when there is none).
+func portOf(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }

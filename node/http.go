@@ -428,9 +428,16 @@ func (n *Node) handleStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, s)
 }
 
-// MemberHTTP returns a member's HTTP address: configured peers, then
-// members added later (recorded in the KV by the membership call).
+// MemberHTTP returns a member's HTTP address now: where the peer book
+// found it (peeraddr.go), on the port of its configured address
+// (configured peers, then members added later, recorded in the KV by the
+// membership call).
 func (n *Node) MemberHTTP(id string) string {
+	return n.book.current(id, n.configuredHTTP(id))
+}
+
+// configuredHTTP is a member's HTTP address as configured.
+func (n *Node) configuredHTTP(id string) string {
 	if a := n.cfg.PeerHTTP(id); a != "" {
 		return a
 	}
@@ -440,14 +447,14 @@ func (n *Node) MemberHTTP(id string) string {
 	return ""
 }
 
-// memberHTTPS is a member's HTTPS address when the config knows it.
+// memberHTTPS is a member's HTTPS address now when the config knows it.
 func (n *Node) memberHTTPS(id string) string {
 	if id == n.cfg.NodeID {
 		return n.cfg.HTTPSAddr
 	}
 	for _, p := range n.cfg.Peers {
-		if p.ID == id {
-			return p.HTTPSAddr
+		if p.ID == id && p.HTTPSAddr != "" {
+			return n.book.current(id, p.HTTPSAddr)
 		}
 	}
 	return ""

@@ -99,7 +99,7 @@ func (n *Node) startHTTPS() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", n.cfg.HTTPSAddr)
+	ln, err := net.Listen("tcp", bindAddr(n.cfg.HTTPSAddr))
 	if err != nil {
 		return fmt.Errorf("listen https_addr %s: %w", n.cfg.HTTPSAddr, err)
 	}

@@ -83,6 +83,9 @@ func (p *peerProbe) run(n *Node) {
 				if err == nil {
 					resp.Body.Close()
 					res[id] = resp.StatusCode == http.StatusOK
+				} else {
+					// Silent where it was: ask the LAN where it is now.
+					n.book.miss(id)
 				}
 			}
 		}

@@ -25,11 +25,15 @@ type Announcement struct {
 	Fingerprint string
 	Port        int      // the setup page / member HTTP port
 	IPs         []net.IP // nil: this machine's addresses
+	// Member is what a member adds (its node id, cluster tag and ports:
+	// node/peerfind.TXT), by which the other members find it at a new
+	// address.
+	Member []string
 }
 
 // TXT is the announcement's TXT record.
 func (a Announcement) TXT() []string {
-	return []string{"id=" + a.ID, "state=" + string(a.State), "version=" + a.Version, "fp=" + a.Fingerprint}
+	return append([]string{"id=" + a.ID, "state=" + string(a.State), "version=" + a.Version, "fp=" + a.Fingerprint}, a.Member...)
 }
 
 // Announcer answers mDNS queries for one box until Close.

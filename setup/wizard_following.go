@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -64,9 +65,13 @@ func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []cluster.
 	}
 	d := &Done{ShopName: req.ShopName, GuestURL: guestURL(req.GuestName, w.box.ports.HTTP) + "/"}
 	first := peers[0]
-	d.StaffURL = "https://" + first.HTTPSAddr + "/staff/"
-	d.KitchenURL = "https://" + first.HTTPSAddr + "/kitchen/"
-	d.CAURL = "http://" + first.HTTPAddr + "/ca"
+	// Staff and kitchen screens keep the store's name, not a box's
+	// address: the boxes answer it wherever DHCP puts them (the leader
+	// answers, so a dead box does not take it along), and every box's
+	// HTTPS certificate names it (cluster.HTTPSHosts).
+	d.StaffURL = nameURL("https", req.GuestName, first.HTTPSAddr, "443") + "/staff/"
+	d.KitchenURL = nameURL("https", req.GuestName, first.HTTPSAddr, "443") + "/kitchen/"
+	d.CAURL = nameURL("http", req.GuestName, first.HTTPAddr, "80") + "/ca"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, p := range peers {
@@ -97,4 +102,14 @@ func listsAll(body []byte, peers []cluster.Peer) bool {
 		}
 	}
 	return true
+}
+
+// nameURL is scheme://name with addr's port unless it is the scheme's
+// default port.
+func nameURL(scheme, name, addr, defaultPort string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == defaultPort {
+		return scheme + "://" + name
+	}
+	return scheme + "://" + net.JoinHostPort(name, port)
 }
