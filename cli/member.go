@@ -171,12 +171,8 @@ func announceMember(box setup.Layout, version string, log *slog.Logger) *setup.A
 	if _, p, err := net.SplitHostPort(cfg.HTTPAddr); err == nil {
 		port, _ = strconv.Atoi(p)
 	}
-	a := setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port}
-	// The other members find this box by its node id when its address
-	// changes (node/peerfind).
-	if caPEM, err := os.ReadFile(cfg.TLS.CAFile); err == nil {
-		a.Member = peerfind.TXT(cfg.NodeID, peerfind.ClusterTag(caPEM), portOf(cfg.RaftAddr), portOf(cfg.HTTPSAddr))
-	}
+	a := setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port,
+		Member: memberTXT(box.ConfigPath())}
 	ann, err := setup.Announce(a)
 	if err != nil {
 		log.Warn("mDNS: not announced yet (announced when the box has an address)", "error", err)
@@ -222,4 +218,20 @@ func portOf(addr string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// memberTXT is what a member adds to its mDNS announcement: its node id,
+// its cluster's tag and its ports (node/peerfind), by which the other
+// members find it when DHCP gives it a new address; nil when the config
+// at path or its CA cannot be read.
+func memberTXT(path string) []string {
+	cfg, err := orders.LoadConfig(path)
+	if err != nil {
+		return nil
+	}
+	caPEM, err := os.ReadFile(cfg.TLS.CAFile)
+	if err != nil {
+		return nil
+	}
+	return peerfind.TXT(cfg.NodeID, peerfind.ClusterTag(caPEM), portOf(cfg.RaftAddr), portOf(cfg.HTTPSAddr))
 }

@@ -79,3 +79,18 @@ func (n *Node) GuestNameURL() string {
 	}
 	return "http://" + host
 }
+
+// StaffNameBase is https://<mdns_name> (with https_addr's port when it is
+// not 443), or "" without a name or HTTPS: where staff and kitchen
+// tablets reach the store whatever addresses the boxes have (the leader
+// answers the name; every box's HTTPS certificate names it).
+func (n *Node) StaffNameBase() string {
+	if n.cfg.MDNSName == "" || n.cfg.HTTPSAddr == "" {
+		return ""
+	}
+	host := n.cfg.MDNSName
+	if _, port, err := net.SplitHostPort(n.cfg.HTTPSAddr); err == nil && port != "443" {
+		host = net.JoinHostPort(host, port)
+	}
+	return "https://" + host
+}

@@ -343,6 +343,11 @@ type Status struct {
 	CloudSync any `json:"cloudSync,omitempty"`
 	// ShopName is the shop's name, for the staff screen's header (AddStatus).
 	ShopName string `json:"shopName,omitempty"`
+	// StaffURL and KitchenURL are the staff and kitchen screens by the
+	// store's name (mdns_name): the addresses tablets keep, which survive
+	// a new router and a dead box (absent without mdns_name or HTTPS).
+	StaffURL   string `json:"staffUrl,omitempty"`
+	KitchenURL string `json:"kitchenUrl,omitempty"`
 }
 
 // AddStatus installs fn to fill the domain's part of the status.
@@ -364,6 +369,9 @@ func (n *Node) Status() Status {
 		AppliedIndex: n.fsm.Handled(),
 		FSMTime:      n.FSMNow(),
 		ClockSuspect: n.clockSuspect(),
+	}
+	if base := n.StaffNameBase(); base != "" {
+		s.StaffURL, s.KitchenURL = base+"/staff/", base+"/kitchen/"
 	}
 	if d := n.Disk(); d.State != "" {
 		s.Disk = &d

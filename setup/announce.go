@@ -47,6 +47,22 @@ type Announcer struct {
 
 	localIPs func() []net.IP                 // LocalIPs; a test's own list
 	serve    func(mdns.Zone) (func(), error) // serveZone; a test records the zones
+	// multicast tells whether the mDNS group can be reached now (a
+	// route to it): multicastRoute; a test's own.
+	multicast func() bool
+}
+
+func (x *Announcer) multicastReady() bool { return x.multicast == nil || x.multicast() }
+
+// multicastRoute tells whether this machine has a route to the mDNS
+// group (connecting a UDP socket looks the route up; nothing is sent).
+func multicastRoute() bool {
+	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(224, 0, 0, 251), Port: 5353})
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // rewatchEvery is how often an announcement of this machine's addresses
@@ -66,13 +82,14 @@ var quietLog = log.New(io.Discard, "", 0)
 // watching this machine's addresses and announces again when they change,
 // so an error here (no address yet) is worth a log line, not giving up.
 func Announce(a Announcement) (*Announcer, error) {
-	return announce(a, rewatchEvery, LocalIPs, serveZone)
+	return announce(a, rewatchEvery, LocalIPs, serveZone, multicastRoute)
 }
 
-// announce is Announce with the interval, the address lister and the
-// server start given (a test replaces them; production uses the above).
-func announce(a Announcement, every time.Duration, localIPs func() []net.IP, serve func(mdns.Zone) (func(), error)) (*Announcer, error) {
-	x := &Announcer{stop: make(chan struct{}), localIPs: localIPs, serve: serve}
+// announce is Announce with the interval, the address lister, the
+// server start and the multicast route check given (a test replaces
+// them; production uses the above).
+func announce(a Announcement, every time.Duration, localIPs func() []net.IP, serve func(mdns.Zone) (func(), error), multicast func() bool) (*Announcer, error) {
+	x := &Announcer{stop: make(chan struct{}), localIPs: localIPs, serve: serve, multicast: multicast}
 	err := x.Update(a)
 	go x.rewatch(x.stop, every)
 	return x, err
@@ -155,6 +172,14 @@ func (x *Announcer) update(a Announcement) error {
 	old := x.shutdown
 	x.shutdown = shutdown
 	x.ips = ipsKey(ips)
+	if a.IPs == nil && !x.multicastReady() {
+		// A new lease comes as an address first and routes after: a
+		// server started in between listens on IPv6 only (the IPv4 group
+		// cannot be joined without a route), and would never be started
+		// again for the same addresses. Forget them: the next look
+		// serves again, until the group can be reached.
+		x.ips = ""
+	}
 	x.mu.Unlock()
 	if old != nil {
 		old()

@@ -93,7 +93,7 @@ func Browse(ctx context.Context, cluster string, wait time.Duration) (map[string
 
 // Parse reads one DNS-SD answer: a member of cluster, or false.
 func Parse(name string, ip net.IP, port int, txt []string, cluster string) (Member, bool) {
-	if !strings.Contains(name, ServiceType) || ip == nil || ip.To4() == nil || ip.IsUnspecified() {
+	if !strings.Contains(name, ServiceType) || ip == nil || ip.To4() == nil || ip.IsUnspecified() || ip.IsLoopback() {
 		return Member{}, false
 	}
 	m := Member{IP: ip.To4(), HTTPPort: port}

@@ -337,7 +337,9 @@ function renderDone() {
   $('#sheet-guest').textContent = d.guestUrl;
   const boxes = $('#sheet-boxes');
   clear(boxes);
-  for (const b of d.boxes || []) boxes.append(h('div', { class: 'mono', text: b.nodeId + ' — ' + (b.hostname || '') + ' — ' + b.staffUrl }));
+  // Each box by its letter and name, not its address: a new router
+  // changes the addresses, the staff address above stays.
+  for (const b of d.boxes || []) boxes.append(h('div', { class: 'mono', text: b.nodeId + ' — ' + (b.hostname || '') }));
   // The staff screen's own button, with a letter of this shop's boxes.
   const letters = [...new Set([...(d.boxes || []), ...missing].map((b) => b.nodeId).filter(Boolean))].sort();
   const id = letters[letters.length - 1] || 'a';
