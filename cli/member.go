@@ -16,6 +16,7 @@ import (
 	"masterorder/node/watchdog"
 	"masterorder/orders"
 	"masterorder/setup"
+	"masterorder/setup/cluster"
 	"masterorder/setup/join"
 	"masterorder/ui"
 )
@@ -41,6 +42,13 @@ var errStopped = errors.New("stopped before start completed")
 // and the console, and routes mounted before it serves.
 func startMember(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, version string, routes func(*echo.Echo)) (*member, error) {
 	memLimit := node.SetMemoryLimit()
+	// A store made before staff screens went by the store's name: its
+	// HTTPS certificate gets the name (with the CA key on the box).
+	if did, err := cluster.EnsureHTTPSNames(cfg.NodeID, cfg.MDNSName, cfg.TLS); err != nil {
+		log.Warn("could not add the store's name to the HTTPS certificate", "name", cfg.MDNSName, "error", err)
+	} else if did {
+		log.Info("HTTPS certificate issued again with the store's name", "name", cfg.MDNSName)
+	}
 	n, _, err := startStore(ctx, cfg, log, orders.Options{}, routes)
 	if err != nil {
 		if ctx.Err() != nil {
