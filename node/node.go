@@ -81,12 +81,12 @@ type Node struct {
 	closeRaftPort func()
 	started       time.Time
 	internal      *http.Server
-	peerHTTP      *http.Client
+	peerHTTP      atomic.Pointer[http.Client] // renewed when a member's address changes (renewPeerClients)
 	// diskHTTP is the card watch's own pool: it asks every peer every 2 s,
 	// and on peerHTTP it would keep the forwards' connections open, so a
 	// write right after a leader died would go out on a dead connection
 	// (outcome unknown) instead of a refused dial (safe to retry).
-	diskHTTP     *http.Client
+	diskHTTP     atomic.Pointer[http.Client]
 	echo         *echo.Echo
 	httpLn       net.Listener
 	https        *http.Server // nil without https_addr
@@ -182,9 +182,11 @@ func New(cfg Config, opts Options) (*Node, error) {
 	n.book = newPeerBook(n.peerBrowser())
 	n.book.onFound = func(id string, old, now net.IP) {
 		n.log.Info("found a member at a new address", "member", id, "was", old, "now", now)
+		if old != nil {
+			n.renewPeerClients()
+		}
 	}
-	n.peerHTTP = n.newPeerClient(n.countedDial)
-	n.diskHTTP = n.newPeerClient(n.dialInternal)
+	n.renewPeerClients()
 	return n, nil
 }
 
@@ -536,8 +538,8 @@ func (n *Node) Stop() {
 		if n.closeRaftPort != nil {
 			n.closeRaftPort()
 		}
-		n.peerHTTP.CloseIdleConnections()
-		n.diskHTTP.CloseIdleConnections()
+		n.peerHTTP.Load().CloseIdleConnections()
+		n.diskHTTP.Load().CloseIdleConnections()
 		n.wg.Wait()
 		if n.logStore != nil {
 			n.logStore.Close()

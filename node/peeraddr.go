@@ -275,3 +275,37 @@ func expectPeer(cs tls.ConnectionState, id string) error {
 	}
 	return nil
 }
+
+// renewPeerClients starts the internal channel's connection pools afresh:
+// a member moved (or this box did), and a pooled connection to where it
+// was would carry the next forward into a silence until its ping times
+// out. Requests in flight on the old pools finish or fail there.
+func (n *Node) renewPeerClients() {
+	if old := n.peerHTTP.Swap(n.newPeerClient(n.countedDial)); old != nil {
+		old.CloseIdleConnections()
+	}
+	if old := n.diskHTTP.Swap(n.newPeerClient(n.dialInternal)); old != nil {
+		old.CloseIdleConnections()
+	}
+}
+
+// localAddrs watches this box's own addresses: when DHCP changed them,
+// the connections to the others left from the old address are dead and
+// the others have likely moved too (a new router): renew the pools and
+// ask the LAN where everyone is.
+type localAddrs struct{ last string }
+
+func (l *localAddrs) changed(now []net.IP) bool {
+	var b strings.Builder
+	for _, ip := range now {
+		b.WriteString(ip.String())
+		b.WriteByte(',')
+	}
+	key := b.String()
+	if l.last == key {
+		return false
+	}
+	first := l.last == ""
+	l.last = key
+	return !first
+}
