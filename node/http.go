@@ -236,7 +236,7 @@ func (n *Node) cors() echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		// Configured peers, and members added later (membership.go).
 		AllowOriginFunc: func(origin string) (bool, error) {
-			return slices.Contains(origins, origin) || n.memberOrigin(origin) || n.allowedOrigin(origin), nil
+			return slices.Contains(origins, origin) || n.memberOrigin(origin) || n.allowedOrigin(origin) || n.movedMemberOrigin(origin), nil
 		},
 		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-Session-Credential", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
@@ -458,7 +458,7 @@ func (n *Node) configuredHTTP(id string) string {
 // memberHTTPS is a member's HTTPS address now when the config knows it.
 func (n *Node) memberHTTPS(id string) string {
 	if id == n.cfg.NodeID {
-		return n.cfg.HTTPSAddr
+		return n.book.current(id, n.cfg.HTTPSAddr)
 	}
 	for _, p := range n.cfg.Peers {
 		if p.ID == id && p.HTTPSAddr != "" {

@@ -309,3 +309,26 @@ func (l *localAddrs) changed(now []net.IP) bool {
 	l.last = key
 	return !first
 }
+
+// movedMemberOrigin lets a page loaded from a member's current address
+// (found after a new lease: not in any config) call this box.
+func (n *Node) movedMemberOrigin(origin string) bool {
+	r := n.raftRef.Load()
+	if r == nil {
+		return false
+	}
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		id := string(s.ID)
+		if a := n.MemberHTTP(id); a != "" && origin == "http://"+a {
+			return true
+		}
+		if a := n.memberHTTPS(id); a != "" && origin == "https://"+a {
+			return true
+		}
+	}
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +69,26 @@ func TestMembersFoundByIDNotAddress(t *testing.T) {
 		if !strings.HasPrefix(m.HTTPAddr, "127.0.0.1:") && m.ID != f.Config().NodeID {
 			t.Errorf("status shows member %s at %s, not where it is now", m.ID, m.HTTPAddr)
 		}
+	}
+	// A page loaded from a member's address now (in no config) may call
+	// the others: the guest app fails over between the boxes.
+	self := f.Config().NodeID
+	var other node.MemberStatus
+	for _, m := range f.Status().Nodes {
+		if m.ID != self {
+			other = m
+		}
+	}
+	_, selfPort, _ := net.SplitHostPort(f.Config().HTTPAddr)
+	req, _ := http.NewRequest("GET", "http://127.0.0.1:"+selfPort+"/api/cluster/status", nil)
+	req.Header.Set("Origin", "http://"+other.HTTPAddr)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got := res.Header.Get("Access-Control-Allow-Origin"); got != "http://"+other.HTTPAddr {
+		t.Errorf("a page from member %s's address now (%s) may not call %s: Access-Control-Allow-Origin %q", other.ID, other.HTTPAddr, self, got)
 	}
 	mu.Lock()
 	n := asked
