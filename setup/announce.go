@@ -159,6 +159,9 @@ func (x *Announcer) update(a Announcement) error {
 	if err != nil {
 		return fmt.Errorf("mdns: %w", err)
 	}
+	// Looked at before the server starts: a route that comes while it
+	// starts must not count for a server that could not use it.
+	ready := a.IPs != nil || x.multicastReady()
 	shutdown, err := x.serve(svc)
 	if err != nil {
 		return fmt.Errorf("mdns: %w", err)
@@ -172,7 +175,7 @@ func (x *Announcer) update(a Announcement) error {
 	old := x.shutdown
 	x.shutdown = shutdown
 	x.ips = ipsKey(ips)
-	if a.IPs == nil && !x.multicastReady() {
+	if !ready {
 		// A new lease comes as an address first and routes after: a
 		// server started in between listens on IPv6 only (the IPv4 group
 		// cannot be joined without a route), and would never be started
