@@ -78,7 +78,7 @@ type stormer struct {
 	t     *testing.T
 	hc    *http.Client
 	mu    sync.Mutex
-	addrs []string // where the guests' phones reach the boxes now
+	addrs []string         // where the guests' phones reach the boxes now
 	acked map[ackID]string // order (session, id) → the key that made it
 	keys  atomic.Int64
 	dup   atomic.Int64 // one key acknowledged with two order ids
