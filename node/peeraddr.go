@@ -36,6 +36,10 @@ const (
 	peerLookupWait = time.Second
 )
 
+// errNoAddr: no configuration knows a member (the Raft transport then
+// dials the address in the Raft configuration).
+var errNoAddr = errors.New("no address")
+
 // peerBook is where each member is now, as far as this box knows.
 type peerBook struct {
 	mu   sync.Mutex
