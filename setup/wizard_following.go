@@ -71,7 +71,9 @@ func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []cluster.
 	// HTTPS certificate names it (cluster.HTTPSHosts).
 	d.StaffURL = nameURL("https", req.GuestName, first.HTTPSAddr, "443") + "/staff/"
 	d.KitchenURL = nameURL("https", req.GuestName, first.HTTPSAddr, "443") + "/kitchen/"
-	d.CAURL = nameURL("http", req.GuestName, first.HTTPAddr, "80") + "/ca"
+	// The certificate is installed once, now, while this address holds:
+	// by a box's address, so a tablet that opens no .local name gets it too.
+	d.CAURL = "http://" + first.HTTPAddr + "/ca"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, p := range peers {
