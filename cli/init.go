@@ -223,7 +223,8 @@ func initStore(_ context.Context, args []string, e env) error {
 }
 
 // renewHTTPS re-issues each box's HTTPS certificate (same names: its
-// https_addr host and public_url's host) under the cluster CA in DIR/tls.
+// https_addr host, public_url's host and mdns_name) under the cluster CA
+// in DIR/tls.
 // Copy the new tls/ID-https*.pem to each box: a running box serves the
 // new pair from its next hourly check (node/certrenew), no restart.
 func renewHTTPS(dir string, stdout io.Writer) error {
@@ -238,7 +239,7 @@ func renewHTTPS(dir string, stdout io.Writer) error {
 			continue
 		}
 		host, _, _ := net.SplitHostPort(c.HTTPSAddr)
-		cert, key, err := cluster.IssueHTTPS(ca, c.NodeID, host, c.PublicURL)
+		cert, key, err := cluster.IssueHTTPS(ca, c.NodeID, host, c.PublicURL, c.MDNSName)
 		if err != nil {
 			return err
 		}

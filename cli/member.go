@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -12,9 +13,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/node"
+	"masterorder/node/peerfind"
 	"masterorder/node/watchdog"
 	"masterorder/orders"
 	"masterorder/setup"
+	"masterorder/setup/cluster"
 	"masterorder/setup/join"
 	"masterorder/ui"
 	"masterorder/update"
@@ -45,6 +48,13 @@ var errStopped = errors.New("stopped before start completed")
 // update; the image's RAUC installer reboots instead).
 func startMember(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, version string, restart func(), routes func(*echo.Echo)) (*member, error) {
 	memLimit := node.SetMemoryLimit()
+	// A store made before staff screens went by the store's name: its
+	// HTTPS certificate gets the name (with the CA key on the box).
+	if did, err := cluster.EnsureHTTPSNames(cfg.NodeID, cfg.MDNSName, cfg.TLS); err != nil {
+		log.Warn("could not add the store's name to the HTTPS certificate", "name", cfg.MDNSName, "error", err)
+	} else if did {
+		log.Info("HTTPS certificate issued again with the store's name", "name", cfg.MDNSName)
+	}
 	var box *update.Box
 	// The feature level is not raised while this box may still fall back
 	// to its old version (node/featurelevel.go).
@@ -190,7 +200,9 @@ func announceMember(box setup.Layout, version string, log *slog.Logger) *setup.A
 	if _, p, err := net.SplitHostPort(cfg.HTTPAddr); err == nil {
 		port, _ = strconv.Atoi(p)
 	}
-	ann, err := setup.Announce(setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port})
+	a := setup.Announcement{ID: id.ID, State: setup.ModeMember, Version: version, Fingerprint: id.Fingerprint, Port: port,
+		Member: memberTXT(box.ConfigPath())}
+	ann, err := setup.Announce(a)
 	if err != nil {
 		log.Warn("mDNS: not announced yet (announced when the box has an address)", "error", err)
 	}
@@ -238,4 +250,30 @@ func startStoreWith(ctx context.Context, cfg orders.FileConfig, log *slog.Logger
 		return nil, nil, err
 	}
 	return n, svc, nil
+}
+
+// portOf is the port of a HOST:PORT setting (0 when there is none).
+func portOf(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// memberTXT is what a member adds to its mDNS announcement: its node id,
+// its cluster's tag and its ports (node/peerfind), by which the other
+// members find it when DHCP gives it a new address; nil when the config
+// at path or its CA cannot be read.
+func memberTXT(path string) []string {
+	cfg, err := orders.LoadConfig(path)
+	if err != nil {
+		return nil
+	}
+	caPEM, err := os.ReadFile(cfg.TLS.CAFile)
+	if err != nil {
+		return nil
+	}
+	return peerfind.TXT(cfg.NodeID, peerfind.ClusterTag(caPEM), portOf(cfg.RaftAddr), portOf(cfg.HTTPSAddr))
 }

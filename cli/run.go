@@ -100,7 +100,8 @@ func run(ctx context.Context, args []string, e env) error {
 		return stop, err
 	}
 	b, err := setup.New(setup.Options{Layout: box, Listen: *listen, HTTPSPort: *httpsPort, RaftPort: *raftPort, Window: *window,
-		WindowFromStart: *fromStart, Version: e.build.Version, Probe: peers, MDNS: *mdns, Logger: log, Start: onMember})
+		WindowFromStart: *fromStart, Version: e.build.Version, Probe: peers, MDNS: *mdns, Logger: log, Start: onMember,
+		MemberTXT: memberTXT})
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) bool {
 		return false
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-	resp, err := n.diskHTTP.Do(req)
+	resp, err := n.diskHTTP.Load().Do(req)
 	if err != nil {
 		return false
 	}

@@ -119,7 +119,7 @@ func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-	resp, err := n.peerHTTP.Do(req)
+	resp, err := n.peerHTTP.Load().Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("forward: %w", ctx.Err())

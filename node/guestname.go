@@ -49,11 +49,13 @@ func (n *Node) isLeader() bool {
 	return r != nil && r.State() == raft.Leader
 }
 
-// nameAddrs is the address guests reach this box at: http_addr's host
-// when it names one, else every LAN address of the box.
+// nameAddrs is the address guests reach this box at: every LAN address
+// the box has now (it listens on all of them: bindAddr), so the name
+// follows a new DHCP lease; a loopback http_addr (tests, the demo) is
+// answered as configured.
 func (n *Node) nameAddrs() []net.IP {
 	host, _, err := net.SplitHostPort(n.cfg.HTTPAddr)
-	if ip := net.ParseIP(host); err == nil && ip != nil && !ip.IsUnspecified() {
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
 		return []net.IP{ip}
 	}
 	return lanname.InterfaceAddrs()
@@ -76,4 +78,19 @@ func (n *Node) GuestNameURL() string {
 		host = net.JoinHostPort(host, port)
 	}
 	return "http://" + host
+}
+
+// StaffNameBase is https://<mdns_name> (with https_addr's port when it is
+// not 443), or "" without a name or HTTPS: where staff and kitchen
+// tablets reach the store whatever addresses the boxes have (the leader
+// answers the name; every box's HTTPS certificate names it).
+func (n *Node) StaffNameBase() string {
+	if n.cfg.MDNSName == "" || n.cfg.HTTPSAddr == "" {
+		return ""
+	}
+	host := n.cfg.MDNSName
+	if _, port, err := net.SplitHostPort(n.cfg.HTTPSAddr); err == nil && port != "443" {
+		host = net.JoinHostPort(host, port)
+	}
+	return "https://" + host
 }

@@ -239,7 +239,7 @@ func (n *Node) cors() echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		// Configured peers, and members added later (membership.go).
 		AllowOriginFunc: func(origin string) (bool, error) {
-			return slices.Contains(origins, origin) || n.memberOrigin(origin) || n.allowedOrigin(origin), nil
+			return slices.Contains(origins, origin) || n.memberOrigin(origin) || n.allowedOrigin(origin) || n.movedMemberOrigin(origin), nil
 		},
 		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key", "X-MasterOrder-Client-Id", "X-Session-PIN", "X-Session-Credential", "X-CSRF-Token", "Last-Event-ID", "Accept-Language"},
@@ -362,6 +362,11 @@ type Status struct {
 	// older build: it halts at the first entry it cannot apply.
 	FeatureLevel uint32 `json:"featureLevel"`
 	BuildLevel   uint32 `json:"buildLevel"`
+	// StaffURL and KitchenURL are the staff and kitchen screens by the
+	// store's name (mdns_name): the addresses tablets keep, which survive
+	// a new router and a dead box (absent without mdns_name or HTTPS).
+	StaffURL   string `json:"staffUrl,omitempty"`
+	KitchenURL string `json:"kitchenUrl,omitempty"`
 }
 
 // AddStatus installs fn to fill the domain's part of the status.
@@ -385,6 +390,9 @@ func (n *Node) Status() Status {
 		ClockSuspect: n.clockSuspect(),
 		FeatureLevel: n.fsm.FeatureLevel(),
 		BuildLevel:   n.fsm.BuildLevel(),
+	}
+	if base := n.StaffNameBase(); base != "" {
+		s.StaffURL, s.KitchenURL = base+"/staff/", base+"/kitchen/"
 	}
 	if d := n.Disk(); d.State != "" {
 		s.Disk = &d
@@ -453,9 +461,16 @@ func (n *Node) handleStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, s)
 }
 
-// MemberHTTP returns a member's HTTP address: configured peers, then
-// members added later (recorded in the KV by the membership call).
+// MemberHTTP returns a member's HTTP address now: where the peer book
+// found it (peeraddr.go), on the port of its configured address
+// (configured peers, then members added later, recorded in the KV by the
+// membership call).
 func (n *Node) MemberHTTP(id string) string {
+	return n.book.current(id, n.configuredHTTP(id))
+}
+
+// configuredHTTP is a member's HTTP address as configured.
+func (n *Node) configuredHTTP(id string) string {
 	if a := n.cfg.PeerHTTP(id); a != "" {
 		return a
 	}
@@ -465,14 +480,14 @@ func (n *Node) MemberHTTP(id string) string {
 	return ""
 }
 
-// memberHTTPS is a member's HTTPS address when the config knows it.
+// memberHTTPS is a member's HTTPS address now when the config knows it.
 func (n *Node) memberHTTPS(id string) string {
 	if id == n.cfg.NodeID {
-		return n.cfg.HTTPSAddr
+		return n.book.current(id, n.cfg.HTTPSAddr)
 	}
 	for _, p := range n.cfg.Peers {
-		if p.ID == id {
-			return p.HTTPSAddr
+		if p.ID == id && p.HTTPSAddr != "" {
+			return n.book.current(id, p.HTTPSAddr)
 		}
 	}
 	return ""

@@ -96,7 +96,7 @@ func (n *Node) startHTTPS() error {
 		return &ConfigError{Setting: "tls.https_cert_file", Problem: err.Error()}
 	}
 	tc := n.httpsConfig(renewer)
-	ln, err := net.Listen("tcp", n.cfg.HTTPSAddr)
+	ln, err := net.Listen("tcp", bindAddr(n.cfg.HTTPSAddr))
 	if err != nil {
 		return fmt.Errorf("listen https_addr %s: %w", n.cfg.HTTPSAddr, err)
 	}

@@ -41,5 +41,5 @@ func (n *Node) PeerRequest(ctx context.Context, id, method, path string, body io
 		return nil, err
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-	return n.diskHTTP.Do(req)
+	return n.diskHTTP.Load().Do(req)
 }

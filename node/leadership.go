@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,10 +249,24 @@ func (n *Node) IsLeader() bool {
 	return n.raft != nil && n.raft.State() == raft.Leader && n.ready.Load()
 }
 
-// LeaderID returns the current leader's id and raft address, if known.
+// LeaderID returns the current leader's id and raft address, if known:
+// its address in the configuration (the name of its internal channel,
+// dialled where the peer book finds it), not the one its messages carry.
 func (n *Node) LeaderID() (id, addr string) {
 	a, i := n.raft.LeaderWithID()
-	return string(i), string(a)
+	if i == "" {
+		return "", ""
+	}
+	if c := n.configuredRaftAddr(string(i)); c != "" {
+		return string(i), c
+	}
+	// A member no configuration lists yet: its own word, without the id
+	// the transport writes before it (peerAddress).
+	addr = string(a)
+	if _, rest, ok := strings.Cut(addr, "@"); ok {
+		addr = rest
+	}
+	return string(i), addr
 }
 
 // expireWorker removes lapsed coordination keys (they are invisible

@@ -286,7 +286,7 @@ func (n *Node) forwardMembers(ctx context.Context, op memberOp) error {
 		return fmt.Errorf("forward membership change: %w", err)
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-	resp, err := n.peerHTTP.Do(req)
+	resp, err := n.peerHTTP.Load().Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("forward membership change: %w", ctx.Err())
@@ -334,7 +334,7 @@ func (n *Node) countAnswering(ctx context.Context, servers []raft.Server) int {
 				return
 			}
 			req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-			resp, err := n.peerHTTP.Do(req)
+			resp, err := n.peerHTTP.Load().Do(req)
 			if err != nil {
 				return
 			}

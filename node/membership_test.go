@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"masterorder/node"
 	"masterorder/node/nodetest"
+	"masterorder/node/pki"
 )
 
 // smallSnapshots makes the leader compact its log after a few entries, so
@@ -39,6 +41,20 @@ func addBox(t *testing.T, c *nodetest.Cluster, id string, peers []node.Peer) int
 	cfg.RaftAddr = fmt.Sprintf("127.0.0.1:%d", nodetest.FreePort(t))
 	cfg.DataDir = t.TempDir()
 	cfg.Join = true
+	// Its own certificate: a box dialled as d must prove it is d.
+	tlsDir := filepath.Dir(cfg.TLS.CAFile)
+	ca, err := pki.LoadCAFiles(tlsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.IssueNode(id, []string{"127.0.0.1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteNodeFiles(tlsDir, id, cert, key); err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS.CertFile, cfg.TLS.KeyFile = pki.NodeCertFile(tlsDir, id), pki.NodeKeyFile(tlsDir, id)
 	cfg.Peers = append(append([]node.Peer(nil), peers...), node.Peer{ID: id, RaftAddr: cfg.RaftAddr, HTTPAddr: cfg.HTTPAddr})
 	c.Configs = append(c.Configs, cfg)
 	c.Nodes = append(c.Nodes, nil)

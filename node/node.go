@@ -26,6 +26,7 @@ import (
 	"masterorder/node/atomicfile"
 	"masterorder/node/certrenew"
 	"masterorder/node/lanname"
+	"masterorder/node/peerfind"
 	"masterorder/node/pki"
 	"masterorder/node/restart"
 	"masterorder/node/tlsnet"
@@ -73,6 +74,9 @@ type Options struct {
 	// every report to the others, each second on the leader): it must be
 	// cheap and must not block. Nil: never.
 	UpdatePending func() bool
+	// FindPeers asks the LAN where the members are (default: mDNS,
+	// node/peerfind); tests give their own.
+	FindPeers func(ctx context.Context) (map[string]peerfind.Member, error)
 }
 
 // Node is one store box.
@@ -88,12 +92,12 @@ type Node struct {
 	closeRaftPort func()
 	started       time.Time
 	internal      *http.Server
-	peerHTTP      *http.Client
+	peerHTTP      atomic.Pointer[http.Client] // renewed when a member's address changes (renewPeerClients)
 	// diskHTTP is the card watch's own pool: it asks every peer every 2 s,
 	// and on peerHTTP it would keep the forwards' connections open, so a
 	// write right after a leader died would go out on a dead connection
 	// (outcome unknown) instead of a refused dial (safe to retry).
-	diskHTTP     *http.Client
+	diskHTTP     atomic.Pointer[http.Client]
 	echo         *echo.Echo
 	httpLn       net.Listener
 	https        *http.Server                      // nil without https_addr
@@ -106,6 +110,7 @@ type Node struct {
 	workersMu    sync.Mutex
 	workers      []worker
 	probe        peerProbe
+	book         *peerBook                 // where each member is now (peeraddr.go)
 	guestName    *lanname.Answerer         // nil without mdns_name
 	staffRoutes  []func(*echo.Group)       // AddStaffRoutes
 	serials      peerSerials               // certificate serials seen per member (peercheck.go)
@@ -193,8 +198,14 @@ func New(cfg Config, opts Options) (*Node, error) {
 	n.AddLeaderWorker("featureLevel", n.featureLevelWorker)
 	n.echo = newEcho(n)
 	n.initMetrics()
-	n.peerHTTP = n.newPeerClient(n.countedDial)
-	n.diskHTTP = n.newPeerClient(n.dialInternal)
+	n.book = newPeerBook(n.peerBrowser())
+	n.book.onFound = func(id string, old, now net.IP) {
+		n.log.Info("found a member at a new address", "member", id, "was", old, "now", now)
+		if old != nil {
+			n.renewPeerClients()
+		}
+	}
+	n.renewPeerClients()
 	return n, nil
 }
 
@@ -233,7 +244,7 @@ func (n *Node) StartContext(ctx context.Context) error {
 		n.Stop()
 		return err
 	}
-	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	ln, err := net.Listen("tcp", bindAddr(n.cfg.HTTPAddr))
 	if err != nil {
 		n.Stop()
 		return fmt.Errorf("listen http_addr %s: %w", n.cfg.HTTPAddr, err)
@@ -258,7 +269,11 @@ func (n *Node) StartContext(ctx context.Context) error {
 			n.log.Error("http server stopped", "error", err)
 		}
 	}()
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go func() {
+		defer n.wg.Done()
+		n.book.run(n.ctx, peerLookupGap)
+	}()
 	go n.watchLeadership()
 	go n.probe.run(n)
 	if err := n.startGuestName(); err != nil {
@@ -380,17 +395,12 @@ func (n *Node) listenRaftPort() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve raft_addr %s: %w", cfg.RaftAddr, err)
 	}
-	dials := map[string]string{}
-	for _, p := range cfg.Peers {
-		dials[p.ID] = p.RaftAddr
-		if p.DialAddr != "" {
-			dials[p.ID] = p.DialAddr
-		}
-	}
 	// Mutual TLS: the handshake completes before anything reaches Raft or
 	// the internal channel; ALPN tells the two apart.
 	refusals := &logThrottle{window: time.Minute, burst: 20}
-	layer, internalLn, err := tlsnet.NewSharedPort(cfg.RaftAddr, advertise, n.opts.ServerTLS, n.opts.ClientTLS,
+	// Listen on every address of the box (bindAddr): a new DHCP lease
+	// must not leave the port bound to an address the box lost.
+	layer, internalLn, err := tlsnet.NewSharedPort(bindAddr(cfg.RaftAddr), advertise, n.opts.ServerTLS, n.opts.ClientTLS,
 		tlsnet.WithRejectHandler(func(remote net.Addr, err error) {
 			if ok, dropped := refusals.allow(time.Now()); ok {
 				n.log.Warn("refused a connection on the raft port", "remote", remote.String(), "error", err, "suppressed", dropped)
@@ -399,10 +409,10 @@ func (n *Node) listenRaftPort() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen raft_addr %s: %w", cfg.RaftAddr, err)
 	}
-	stream := raft.StreamLayer(layer)
+	stream := raft.StreamLayer(missedStream{StreamLayer: layer, book: n.book})
 	n.closeRaftPort = func() { layer.Close(); internalLn.Close() }
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: &addressProvider{dial: dials},
+		ServerAddressProvider: peerAddress{n},
 		Stream:                stream,
 		MaxPool:               4,
 		Timeout:               5 * time.Second,
@@ -497,15 +507,21 @@ func (n *Node) needRestore(snaps raft.SnapshotStore, logs raft.LogStore) (bool, 
 }
 
 // dialInternal dials the internal channel of a peer; the URL host is the
-// peer's canonical raft address, mapped through dial_addr when set.
-func (n *Node) dialInternal(ctx context.Context, _, addr string) (net.Conn, error) {
-	for _, p := range n.cfg.Peers {
-		if p.RaftAddr == addr && p.DialAddr != "" {
-			addr = p.DialAddr
-		}
+// peer's raft address in the configuration, dialled where the peer book
+// says the member is now (dialTarget). It returns the member's id ("" for
+// an address no member has), which the TLS handshake must prove.
+func (n *Node) dialInternal(ctx context.Context, _, addr string) (net.Conn, string, error) {
+	id := n.memberByRaftAddr(addr)
+	target := addr
+	if id != "" {
+		target = n.dialTarget(id, addr)
 	}
 	d := net.Dialer{Timeout: 2 * time.Second}
-	return d.DialContext(ctx, "tcp", addr)
+	c, err := d.DialContext(ctx, "tcp", target)
+	if err != nil && id != "" {
+		n.book.miss(id)
+	}
+	return c, id, err
 }
 
 // Stop shuts the node down cleanly: HTTP first, then Raft, then files.
@@ -541,8 +557,8 @@ func (n *Node) Stop() {
 		if n.closeRaftPort != nil {
 			n.closeRaftPort()
 		}
-		n.peerHTTP.CloseIdleConnections()
-		n.diskHTTP.CloseIdleConnections()
+		n.peerHTTP.Load().CloseIdleConnections()
+		n.diskHTTP.Load().CloseIdleConnections()
 		n.wg.Wait()
 		if n.logStore != nil {
 			n.logStore.Close()

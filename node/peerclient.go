@@ -31,7 +31,7 @@ type peerDialError struct{ err error }
 func (e *peerDialError) Error() string { return "dial peer: " + e.err.Error() }
 func (e *peerDialError) Unwrap() error { return e.err }
 
-func (n *Node) newPeerClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+func (n *Node) newPeerClient(dial func(ctx context.Context, network, addr string) (net.Conn, string, error)) *http.Client {
 	idle := n.opts.PeerIdleTimeout
 	if idle <= 0 {
 		idle = defaultPeerIdle
@@ -40,8 +40,11 @@ func (n *Node) newPeerClient(dial func(ctx context.Context, network, addr string
 		// Plain TCP (tests without certificates): HTTP/1.1, no handshakes
 		// to cap.
 		return &http.Client{Transport: &http.Transport{
-			Proxy:               nil,
-			DialContext:         dial,
+			Proxy: nil,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, _, err := dial(ctx, network, addr)
+				return c, err
+			},
 			MaxIdleConnsPerHost: 256, // one per concurrent forwarded request
 			IdleConnTimeout:     idle,
 		}}
@@ -51,7 +54,7 @@ func (n *Node) newPeerClient(dial func(ctx context.Context, network, addr string
 	return &http.Client{Transport: &http2.Transport{
 		TLSClientConfig: cfg,
 		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
-			raw, err := dial(ctx, network, addr)
+			raw, id, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, &peerDialError{err}
 			}
@@ -60,6 +63,13 @@ func (n *Node) newPeerClient(dial func(ctx context.Context, network, addr string
 			defer cancel()
 			if err := tc.HandshakeContext(hctx); err != nil {
 				raw.Close()
+				return nil, &peerDialError{err}
+			}
+			// The member dialled, not just any member: after a renumber
+			// another box may hold its old address.
+			if err := expectPeer(tc.ConnectionState(), id); err != nil {
+				tc.Close()
+				n.book.miss(id)
 				return nil, &peerDialError{err}
 			}
 			if p := tc.ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {
@@ -78,7 +88,7 @@ func (n *Node) newPeerClient(dial func(ctx context.Context, network, addr string
 
 // countedDial is dialInternal, counted for the metrics (and the tests that
 // check a burst reuses one connection).
-func (n *Node) countedDial(ctx context.Context, network, addr string) (net.Conn, error) {
+func (n *Node) countedDial(ctx context.Context, network, addr string) (net.Conn, string, error) {
 	n.metrics.peerDials.Inc()
 	return n.dialInternal(ctx, network, addr)
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"masterorder/node/lanname"
 )
 
 // peerProbe asks the other members' /healthz every couple of seconds so
@@ -68,7 +70,13 @@ func (p *peerProbe) run(n *Node) {
 	client := &http.Client{Timeout: time.Second}
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
+	var local localAddrs
 	for {
+		if local.changed(lanname.InterfaceAddrs()) {
+			n.log.Info("this box has new addresses: looking for the others again", "addrs", lanname.InterfaceAddrs())
+			n.renewPeerClients()
+			n.book.miss("")
+		}
 		res := map[string]bool{}
 		var members []string
 		if f := n.raft.GetConfiguration(); f.Error() == nil {
@@ -83,6 +91,9 @@ func (p *peerProbe) run(n *Node) {
 				if err == nil {
 					resp.Body.Close()
 					res[id] = resp.StatusCode == http.StatusOK
+				} else {
+					// Silent where it was: ask the LAN where it is now.
+					n.book.miss(id)
 				}
 			}
 		}

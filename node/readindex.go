@@ -256,7 +256,7 @@ func (n *Node) remoteReadIndex(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-	resp, err := n.peerHTTP.Do(req)
+	resp, err := n.peerHTTP.Load().Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -246,7 +246,7 @@ func (n *Node) fetchFrom(ctx context.Context, p Peer, raftDir string, snaps raft
 		return 0, err
 	}
 	req.Header.Set(secretHeader, n.cfg.ClusterSecret)
-	resp, err := n.peerHTTP.Do(req)
+	resp, err := n.peerHTTP.Load().Do(req)
 	if !answer.Stop() && err == nil {
 		resp.Body.Close()
 		err = fmt.Errorf("no answer within %v", peerAnswerTimeout)

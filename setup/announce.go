@@ -25,11 +25,15 @@ type Announcement struct {
 	Fingerprint string
 	Port        int      // the setup page / member HTTP port
 	IPs         []net.IP // nil: this machine's addresses
+	// Member is what a member adds (its node id, cluster tag and ports:
+	// node/peerfind.TXT), by which the other members find it at a new
+	// address.
+	Member []string
 }
 
 // TXT is the announcement's TXT record.
 func (a Announcement) TXT() []string {
-	return []string{"id=" + a.ID, "state=" + string(a.State), "version=" + a.Version, "fp=" + a.Fingerprint}
+	return append([]string{"id=" + a.ID, "state=" + string(a.State), "version=" + a.Version, "fp=" + a.Fingerprint}, a.Member...)
 }
 
 // Announcer answers mDNS queries for one box until Close.
@@ -43,6 +47,22 @@ type Announcer struct {
 
 	localIPs func() []net.IP                 // LocalIPs; a test's own list
 	serve    func(mdns.Zone) (func(), error) // serveZone; a test records the zones
+	// multicast tells whether the mDNS group can be reached now (a
+	// route to it): multicastRoute; a test's own.
+	multicast func() bool
+}
+
+func (x *Announcer) multicastReady() bool { return x.multicast == nil || x.multicast() }
+
+// multicastRoute tells whether this machine has a route to the mDNS
+// group (connecting a UDP socket looks the route up; nothing is sent).
+func multicastRoute() bool {
+	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(224, 0, 0, 251), Port: 5353})
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // rewatchEvery is how often an announcement of this machine's addresses
@@ -62,13 +82,14 @@ var quietLog = log.New(io.Discard, "", 0)
 // watching this machine's addresses and announces again when they change,
 // so an error here (no address yet) is worth a log line, not giving up.
 func Announce(a Announcement) (*Announcer, error) {
-	return announce(a, rewatchEvery, LocalIPs, serveZone)
+	return announce(a, rewatchEvery, LocalIPs, serveZone, multicastRoute)
 }
 
-// announce is Announce with the interval, the address lister and the
-// server start given (a test replaces them; production uses the above).
-func announce(a Announcement, every time.Duration, localIPs func() []net.IP, serve func(mdns.Zone) (func(), error)) (*Announcer, error) {
-	x := &Announcer{stop: make(chan struct{}), localIPs: localIPs, serve: serve}
+// announce is Announce with the interval, the address lister, the
+// server start and the multicast route check given (a test replaces
+// them; production uses the above).
+func announce(a Announcement, every time.Duration, localIPs func() []net.IP, serve func(mdns.Zone) (func(), error), multicast func() bool) (*Announcer, error) {
+	x := &Announcer{stop: make(chan struct{}), localIPs: localIPs, serve: serve, multicast: multicast}
 	err := x.Update(a)
 	go x.rewatch(x.stop, every)
 	return x, err
@@ -138,6 +159,9 @@ func (x *Announcer) update(a Announcement) error {
 	if err != nil {
 		return fmt.Errorf("mdns: %w", err)
 	}
+	// Looked at before the server starts: a route that comes while it
+	// starts must not count for a server that could not use it.
+	ready := a.IPs != nil || x.multicastReady()
 	shutdown, err := x.serve(svc)
 	if err != nil {
 		return fmt.Errorf("mdns: %w", err)
@@ -151,6 +175,14 @@ func (x *Announcer) update(a Announcement) error {
 	old := x.shutdown
 	x.shutdown = shutdown
 	x.ips = ipsKey(ips)
+	if !ready {
+		// A new lease comes as an address first and routes after: a
+		// server started in between listens on IPv6 only (the IPv4 group
+		// cannot be joined without a route), and would never be started
+		// again for the same addresses. Forget them: the next look
+		// serves again, until the group can be reached.
+		x.ips = ""
+	}
 	x.mu.Unlock()
 	if old != nil {
 		old()

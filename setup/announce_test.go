@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,7 +114,7 @@ func answers(z mdns.Zone) (addrs, txt []string) {
 func TestAnnounceFollowsAddressChanges(t *testing.T) {
 	lan := newFakeLAN()
 	a := Announcement{ID: "0a1b2c3d4e5f", State: ModeSetup, Version: "test", Fingerprint: strings.Repeat("ab", 32), Port: 8080}
-	ann, err := announce(a, 5*time.Millisecond, lan.localIPs, lan.serve)
+	ann, err := announce(a, 5*time.Millisecond, lan.localIPs, lan.serve, func() bool { return true })
 	if err == nil {
 		t.Fatal("announced with no address")
 	}
@@ -157,5 +158,43 @@ func TestAnnounceFollowsAddressChanges(t *testing.T) {
 	ann.Close()
 	if _, live := lan.state(); live != 0 {
 		t.Fatalf("%d servers live after Close", live)
+	}
+}
+
+// TestAnnounceWaitsForTheMulticastRoute: a new lease comes as an address
+// first and its routes a moment later; a server started in between
+// cannot join the IPv4 group. The box is announced again once the route
+// is there (the same addresses), then left alone.
+func TestAnnounceWaitsForTheMulticastRoute(t *testing.T) {
+	lan := newFakeLAN()
+	var route atomic.Bool
+	a := Announcement{ID: "0a1b2c3d4e5f", State: ModeMember, Version: "test", Fingerprint: strings.Repeat("ab", 32), Port: 80}
+	lan.set("10.78.0.23")
+	ann, err := announce(a, 5*time.Millisecond, lan.localIPs, lan.serve, route.Load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ann.Close()
+	lan.next(t, "the address, no route yet")
+	lan.next(t, "still no route: served again")
+	route.Store(true)
+	// Served again once the route is there (a tick may already have been
+	// under way without it), then never again while nothing changes.
+	last := lan.next(t, "the route is there")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lan.waitLooks(t, 3)
+		if len(lan.served) == 0 {
+			break
+		}
+		for len(lan.served) > 0 {
+			last = <-lan.served
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("served again and again with the route there")
+		}
+	}
+	if addrs, _ := answers(last); !slices.Equal(addrs, []string{"10.78.0.23"}) {
+		t.Fatalf("announced %v", addrs)
 	}
 }

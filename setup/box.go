@@ -51,6 +51,10 @@ type Options struct {
 	MDNS   bool
 	Logger *slog.Logger
 	Start  StartFunc
+	// MemberTXT is what the box adds to its announcement once it is a
+	// member of the config at path (cli: node/peerfind's node id, cluster
+	// and ports, by which the other members find it at a new address).
+	MemberTXT func(path string) []string
 	// Now is the clock for the claim window (tests); nil: time.Now.
 	Now func() time.Time
 }
@@ -219,6 +223,9 @@ func (b *Box) Run(ctx context.Context) error {
 	}
 	if ann != nil {
 		a := b.announcement(ModeMember)
+		if b.opts.MemberTXT != nil {
+			a.Member = b.opts.MemberTXT(path)
+		}
 		if err := ann.Update(a); err != nil {
 			b.log.Warn("setup: mDNS announce as member", "error", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -64,8 +65,14 @@ func (w *Wizard) follow(ctx context.Context, req CreateRequest, peers []cluster.
 	}
 	d := &Done{ShopName: req.ShopName, GuestURL: guestURL(req.GuestName, w.box.ports.HTTP) + "/"}
 	first := peers[0]
-	d.StaffURL = "https://" + first.HTTPSAddr + "/staff/"
-	d.KitchenURL = "https://" + first.HTTPSAddr + "/kitchen/"
+	// Staff and kitchen screens keep the store's name, not a box's
+	// address: the boxes answer it wherever DHCP puts them (the leader
+	// answers, so a dead box does not take it along), and every box's
+	// HTTPS certificate names it (cluster.HTTPSHosts).
+	d.StaffURL = nameURL("https", req.GuestName, first.HTTPSAddr, "443") + "/staff/"
+	d.KitchenURL = nameURL("https", req.GuestName, first.HTTPSAddr, "443") + "/kitchen/"
+	// The certificate is installed once, now, while this address holds:
+	// by a box's address, so a tablet that opens no .local name gets it too.
 	d.CAURL = "http://" + first.HTTPAddr + "/ca"
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -97,4 +104,14 @@ func listsAll(body []byte, peers []cluster.Peer) bool {
 		}
 	}
 	return true
+}
+
+// nameURL is scheme://name with addr's port unless it is the scheme's
+// default port.
+func nameURL(scheme, name, addr, defaultPort string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == defaultPort {
+		return scheme + "://" + name
+	}
+	return scheme + "://" + net.JoinHostPort(name, port)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -108,17 +109,31 @@ func (s *StreamLayer) Addr() net.Addr {
 
 // Dial connects to another node's Raft port and completes the TLS
 // handshake, verifying that the node holds a cluster certificate, within
-// timeout (the handshake timeout if timeout is zero).
+// timeout (the handshake timeout if timeout is zero). An address written
+// "id@HOST:PORT" also demands that the certificate name node id (its
+// common name): a member found at a new address is proven to be that
+// member, not another box that now has its old address.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	if timeout <= 0 {
 		timeout = s.timeout
 	}
+	id, addr, ok := strings.Cut(string(address), "@")
+	if !ok {
+		id, addr = "", string(address)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	d := &tls.Dialer{Config: s.client}
-	conn, err := d.DialContext(ctx, "tcp", string(address))
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("tlsnet: dial %s: %w", address, err)
+	}
+	if id != "" {
+		cs := conn.(*tls.Conn).ConnectionState()
+		if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != id {
+			conn.Close()
+			return nil, fmt.Errorf("tlsnet: dial %s: the node there is not %s", address, id)
+		}
 	}
 	return conn, nil
 }

@@ -7,11 +7,14 @@
 package cluster
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -313,7 +316,9 @@ func (c *Cluster) AddBox(self Box, current []node.Peer, withCAKey bool) (Bundle,
 }
 
 // issue makes a box's cluster certificate and, unless the cluster is plain
-// HTTP, its HTTPS certificate naming its host and the public URL's host.
+// HTTP, its HTTPS certificate (HTTPSHosts). The cluster certificate is
+// bound to the box's id (its common name, which peers check: never its
+// address); the host it carries is only what it was set up at.
 func (c *Cluster) issue(b Box) (map[string][]byte, error) {
 	cert, key, err := c.CA.IssueNode(b.ID, []string{b.Host}, 0)
 	if err != nil {
@@ -323,7 +328,7 @@ func (c *Cluster) issue(b Box) (map[string][]byte, error) {
 	if c.PlainHTTP {
 		return files, nil
 	}
-	cert, key, err = IssueHTTPS(c.CA, b.ID, b.Host, c.PublicURL)
+	cert, key, err = IssueHTTPS(c.CA, b.ID, b.Host, c.PublicURL, c.MDNSName)
 	if err != nil {
 		return nil, err
 	}
@@ -331,18 +336,90 @@ func (c *Cluster) issue(b Box) (map[string][]byte, error) {
 	return files, nil
 }
 
-// IssueHTTPS issues a box's HTTPS certificate for its host, localhost and
-// the public URL's host.
-func IssueHTTPS(ca *pki.CA, id, host, publicURL string) (cert, key []byte, err error) {
+// HTTPSHosts are the names a box's HTTPS certificate is valid for: the
+// store's mDNS name (mdns_name, e.g. masterorder.local: the staff and
+// kitchen address the done page, the setup sheet and the console give,
+// which survives a new router and a dead box), public_url's host (a
+// store that prefers its router's DNS), the host the box was set up at
+// (tablets that saved an address keep working while the lease holds),
+// localhost and 127.0.0.1.
+func HTTPSHosts(host, publicURL, mdnsName string) []string {
 	hosts := []string{host, "localhost", "127.0.0.1"}
 	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
 		hosts = append(hosts, u.Hostname())
+	}
+	if mdnsName != "" {
+		hosts = append(hosts, strings.TrimSuffix(strings.ToLower(mdnsName), "."))
+	}
+	return hosts
+}
+
+// IssueHTTPS issues a box's HTTPS certificate for HTTPSHosts (names: the
+// store's mDNS name, none or one). Renewals call it with the member's
+// own settings: https_addr's host, public_url and mdns_name.
+func IssueHTTPS(ca *pki.CA, id, host, publicURL string, names ...string) (cert, key []byte, err error) {
+	hosts := HTTPSHosts(host, publicURL, "")
+	for _, n := range names {
+		if n != "" {
+			hosts = append(hosts, strings.TrimSuffix(strings.ToLower(n), "."))
+		}
 	}
 	cert, key, err = ca.IssueHTTPS(id, hosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("issue HTTPS certificate for %s: %w", id, err)
 	}
 	return cert, key, nil
+}
+
+// EnsureHTTPSNames is the upgrade of a store made before staff screens
+// went by the store's name: when the box's HTTPS certificate does not
+// name mdns_name and the cluster CA's key is on the box (the wizard puts
+// it on every member), it issues the certificate again with the same
+// hosts and addresses plus the name, and reports true. A box without the
+// CA key, or whose certificate names it already, is left as it is.
+func EnsureHTTPSNames(id, mdnsName string, t node.TLSConfig) (bool, error) {
+	if mdnsName == "" || t.HTTPSCertFile == "" || t.CAFile == "" {
+		return false, nil
+	}
+	dir := filepath.Dir(t.CAFile)
+	if t.HTTPSCertFile != pki.HTTPSCertFile(dir, id) || t.HTTPSKeyFile != pki.HTTPSKeyFile(dir, id) {
+		return false, nil // files of the operator's own naming: theirs to renew
+	}
+	raw, err := os.ReadFile(t.HTTPSCertFile)
+	if err != nil {
+		return false, fmt.Errorf("read HTTPS certificate: %w", err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		return false, fmt.Errorf("HTTPS certificate %s: no PEM block", t.HTTPSCertFile)
+	}
+	old, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false, fmt.Errorf("HTTPS certificate %s: %w", t.HTTPSCertFile, err)
+	}
+	name := strings.TrimSuffix(strings.ToLower(mdnsName), ".")
+	if old.VerifyHostname(name) == nil {
+		return false, nil
+	}
+	if _, err := os.Stat(pki.CAKeyFile(dir)); err != nil {
+		return false, nil // no CA key on this box: init --renew-https does it
+	}
+	ca, err := pki.LoadCAFiles(dir)
+	if err != nil {
+		return false, err
+	}
+	hosts := append([]string{}, old.DNSNames...)
+	for _, ip := range old.IPAddresses {
+		hosts = append(hosts, ip.String())
+	}
+	cert, key, err := ca.IssueHTTPS(id, append(hosts, name))
+	if err != nil {
+		return false, fmt.Errorf("issue HTTPS certificate for %s: %w", id, err)
+	}
+	if err := pki.WriteHTTPSFiles(dir, id, cert, key); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // WriteTLS writes a bundle's TLS files into tlsDir (pki.WriteFile: keys

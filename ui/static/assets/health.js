@@ -33,6 +33,7 @@ const RESTART_WARN_MS = 24 * 60 * 60 * 1000;
 export const HEALTH_STRINGS = {
   ja: {
     'health.summary': '{total} 台中 {n} 台が動いています',
+    'health.staffUrl': 'タブレットにはこのアドレスを保存してください（ルーターを替えても、端末が1台止まっても変わりません）: {url}',
     'health.allGood': '問題ありません。注文はいつもどおり受け付けています。',
     'health.degraded': '注文はほかの端末で続いています。もう1台止まると注文を受け付けられなくなります。早めに対処してください。',
     'health.noQuorum': 'いまは注文を受け付けられません。動いている端末が {need} 台未満です。端末の電源とケーブルを確認してください。',
@@ -99,6 +100,7 @@ export const HEALTH_STRINGS = {
   },
   en: {
     'health.summary': '{n} of {total} boxes working',
+    'health.staffUrl': 'Save this address on the tablets (it stays the same with a new router, and when a box stops): {url}',
     'health.allGood': 'All is well. Orders are taken as usual.',
     'health.degraded': 'Orders continue on the other boxes. If one more box stops, orders stop: deal with it soon.',
     'health.noQuorum': 'Orders cannot be taken right now: fewer than {need} boxes are working. Check the boxes’ power and cables.',

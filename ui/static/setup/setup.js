@@ -392,6 +392,10 @@ function renderDone() {
   $('#sheet-guest').textContent = d.guestUrl;
   const boxes = $('#sheet-boxes');
   clear(boxes);
+  // The staff address above is the store's name, which a new router does
+  // not change; each box's own address is listed as a fallback for a
+  // tablet that cannot open .local names (Android before 12), valid
+  // until the router gives the box another.
   for (const b of d.boxes || []) boxes.append(h('div', { class: 'mono', text: b.nodeId + ' — ' + (b.hostname || '') + ' — ' + b.staffUrl }));
   // The staff screen's own button, with a letter of this shop's boxes.
   const letters = [...new Set([...(d.boxes || []), ...missing].map((b) => b.nodeId).filter(Boolean))].sort();

@@ -253,6 +253,10 @@ export function createClusterPage({ api, T, onStatus }) {
     words.textContent = T.t(key, { need: hl.need });
     words.className = key === 'health.noQuorum' ? 'health-bad' : key === 'health.allGood' ? 'health-ok' : 'health-warn';
     $('#health-summary').dataset.working = String(hl.working);
+    // The address tablets keep: the store's name, not a box's address.
+    const su = $('#health-staff-url');
+    su.hidden = !st.staffUrl;
+    su.textContent = st.staffUrl ? T.t('health.staffUrl', { url: st.staffUrl }) : '';
 
     const list = clear($('#health-boxes'));
     for (const b of hl.boxes) {
