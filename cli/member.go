@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"masterorder/node"
+	"masterorder/node/wallclock"
 	"masterorder/node/watchdog"
 	"masterorder/orders"
 	"masterorder/setup"
@@ -182,6 +183,9 @@ func announceMember(box setup.Layout, version string, log *slog.Logger) *setup.A
 func startStore(ctx context.Context, cfg orders.FileConfig, log *slog.Logger, svcOpts orders.Options, routes ...func(*echo.Echo)) (*node.Node, *orders.Service, error) {
 	opts := orders.NodeOptions()
 	opts.Logger = log
+	// The box keeps its clock right, forward only (node/clock.go): the
+	// unit grants CAP_SYS_TIME for it.
+	opts.ClockSetter = wallclock.System{}
 	n, err := node.New(cfg.NodeConfig, opts)
 	if err != nil {
 		return nil, nil, err

@@ -99,6 +99,11 @@ var messages = map[string][2]string{
 	"UNREACHABLE":          {"端末に届きませんでした。電源と LAN ケーブルを確かめてください。", "The box could not be reached. Check its power and network cable."},
 	"FINGERPRINT_MISMATCH": {"別の機器がこの端末のアドレスで応答しました。端末をもう一度探してください。", "Another device answered at this box's address. Look for the boxes again."},
 	"TIMEOUT":              {"新しい端末が時間内に準備できませんでした。電源とネットワークを確かめて、もう一度お試しください。", "The new box did not get ready in time. Check its power and network, then try again."},
+	// The console's clock prompt (orders/clock.go).
+	"CLOCK_BEHIND": {"このタブレットの時計が、端末の時計より前になっています。時計は戻せません。タブレットの日付と時刻を確かめてから、もう一度押してください。",
+		"This tablet's clock is earlier than the boxes' clock, and a clock is never put back. Check the tablet's date and time, then tap again."},
+	"CLOCK_IMPLAUSIBLE": {"このタブレットの日付がおかしいようです。タブレットの日付と時刻を確かめてから、もう一度押してください。",
+		"This tablet's date looks wrong. Check the tablet's date and time, then tap again."},
 	// The Cloud page (orders/http_cloud.go); the specifics follow the text.
 	"CLOUD_KEY_NOT_JSON": {"このファイルはサービスアカウントの鍵ではありません（JSON ファイルではありません）。Firebase コンソールの［プロジェクトの設定］→［サービス アカウント］→［新しい秘密鍵を生成］でダウンロードしたファイルを選んでください。",
 		"This file is not a service-account key (it is not a JSON file). Choose the file that Firebase console → Project settings → Service accounts → Generate new private key downloads."},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"masterorder/node/restart"
+	"masterorder/node/wallclock"
 )
 
 // peerReport is what GET /internal/disk answers: a box's card and why it
@@ -17,13 +18,16 @@ import (
 type peerReport struct {
 	DiskStatus
 	LastRestart *restart.Record `json:"lastRestart,omitempty"`
+	// Clock is the box's clock (clock.go); absent from older versions.
+	Clock *wallclock.State `json:"clock,omitempty"`
 }
 
 // serveDisk is GET /internal/disk: this box's card and last restart for
 // the others' status.
 func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart()})
+	clk := n.wall.State()
+	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart(), Clock: &clk})
 }
 
 // peerDiskEvery: how often each member's card is asked for.
@@ -75,4 +79,5 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) {
 	}
 	n.disk.peers[id] = s
 	n.disk.mu.Unlock()
+	n.peerClock(id, s.Clock)
 }

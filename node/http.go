@@ -20,6 +20,7 @@ import (
 	"masterorder/api"
 	"masterorder/httpapi"
 	"masterorder/node/restart"
+	"masterorder/node/wallclock"
 	"masterorder/raftfsm"
 )
 
@@ -322,6 +323,8 @@ type MemberStatus struct {
 	// LastRestart is why the member last started, as it last reported it
 	// (absent: never, or its first start).
 	LastRestart *restart.Record `json:"lastRestart,omitempty"`
+	// Clock is the member's clock as it last reported it (absent: never).
+	Clock *wallclock.State `json:"clock,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -334,7 +337,11 @@ type Status struct {
 	AppliedIndex uint64         `json:"appliedIndex"`
 	Nodes        []MemberStatus `json:"nodes"`
 	FSMTime      int64          `json:"fsmTime"`
-	ClockSuspect bool           `json:"clockSuspect"`
+	// ClockSuspect: this box's clock is not known to show the real time
+	// (Clock.Trusted is false).
+	ClockSuspect bool `json:"clockSuspect"`
+	// Clock is this box's clock: where its time came from (clock.go).
+	Clock *ClockStatus `json:"clock,omitempty"`
 	// Stale: this node cannot reach a quorum and serves its replica as is.
 	Stale bool `json:"stale"`
 	// Disk is this box's card (disk.go).
@@ -363,8 +370,9 @@ func (n *Node) Status() Status {
 		// files may commit up to one group later (raftfsm/group.go).
 		AppliedIndex: n.fsm.Handled(),
 		FSMTime:      n.FSMNow(),
-		ClockSuspect: n.clockSuspect(),
 	}
+	clk := n.ClockStatus()
+	s.Clock, s.ClockSuspect = &clk, !clk.Trusted
 	if d := n.Disk(); d.State != "" {
 		s.Disk = &d
 	}
@@ -391,6 +399,7 @@ func (n *Node) Status() Status {
 				m.Disk = &d
 			}
 			m.LastRestart = n.PeerRestart(id)
+			m.Clock = n.PeerClock(id)
 			s.Nodes = append(s.Nodes, m)
 		}
 	}
@@ -401,17 +410,6 @@ func (n *Node) Status() Status {
 		fn(&s)
 	}
 	return s
-}
-
-// clockSuspect flags a wall clock that is obviously wrong: before this
-// software existed, or behind what a previous leader stamped.
-func (n *Node) clockSuspect() bool {
-	wall := n.opts.WallClock()
-	if wall.Year() < 2025 {
-		return true
-	}
-	last := n.fsm.LastWall()
-	return last > 0 && wall.UnixMilli() < last-60_000
 }
 
 func (n *Node) handleStatus(c echo.Context) error {

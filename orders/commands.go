@@ -105,4 +105,6 @@ func registerTable(tab commandTable) {
 	registerLines(tab)
 	// menuimport.go
 	registerMenuImport(tab)
+	// clock.go
+	registerClock(tab)
 }

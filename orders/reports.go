@@ -155,7 +155,7 @@ func (s *Service) taxRate() int64 { return int64(s.cfg.Shop.TaxRate()) }
 
 // salesReport serves a report from the local replica.
 func (s *Service) salesReport(c echo.Context) error {
-	today := businessDate(time.Now())
+	today := businessDate(s.node.ClusterWall())
 	from, to, by := c.QueryParam("from"), c.QueryParam("to"), c.QueryParam("by")
 	if from == "" {
 		from = today
@@ -180,7 +180,7 @@ func (s *Service) salesReport(c echo.Context) error {
 			return err
 		}
 		var spans []daySpan
-		for _, sp := range businessDays(closes, time.Now()) {
+		for _, sp := range businessDays(closes, s.node.ClusterWall()) {
 			if sp.label >= from && sp.label <= to {
 				spans = append(spans, sp)
 			}
@@ -223,7 +223,7 @@ func (s *Service) closeDay(c echo.Context) error {
 	if force != "" && force != "true" && force != "false" {
 		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
 	}
-	r, err := s.propose(c.Request().Context(), CmdCloseDay, closeDayCmd{Label: businessDate(time.Now()), Force: force == "true"}, false)
+	r, err := s.propose(c.Request().Context(), CmdCloseDay, closeDayCmd{Label: businessDate(s.node.ClusterWall()), Force: force == "true"}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -243,7 +243,7 @@ func (s *Service) closeDay(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, sp := range businessDays(closes, time.Now()) {
+		for _, sp := range businessDays(closes, s.node.ClusterWall()) {
 			if sp.hi == closed.ClosedIndex {
 				rep, err = buildReport(db, []daySpan{sp}, "item", s.taxRate())
 				return err
