@@ -59,8 +59,12 @@ func (n *Node) openClock() error {
 	if synced == nil {
 		synced = wallclock.KernelSynced
 	}
+	boot := n.opts.BootID
+	if boot == "" {
+		boot = restart.BootID("/")
+	}
 	k, err := wallclock.Open(wallclock.Options{Dir: n.cfg.DataDir, Now: n.opts.WallClock, Setter: n.opts.ClockSetter,
-		Synced: synced, BootID: restart.BootID("/")})
+		Synced: synced, BootID: boot})
 	if err != nil {
 		return err
 	}

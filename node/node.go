@@ -57,6 +57,9 @@ type Options struct {
 	// ClockSynced reports whether NTP disciplines the clock; nil:
 	// wallclock.KernelSynced (adjtimex).
 	ClockSynced func() bool
+	// BootID is the system's boot id for the clock ("" reads it): tests
+	// give a box a new one to play a power cut.
+	BootID string
 	// ServerTLS/ClientTLS secure the Raft port (Raft and the internal
 	// channel) with mutual TLS; nil means load them from the config's [tls].
 	ServerTLS *tls.Config

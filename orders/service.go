@@ -151,7 +151,8 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 		// FSM time stands still while the store is powered off. Not this
 		// box's own clock: a box that just booted at its image's date
 		// would stamp a token every other box calls expired.
-		Wall: n.ClusterWall}
+		Wall:        n.ClusterWall,
+		WallTrusted: func() bool { return n.ClockStatus().ClusterTrusted }}
 	s.auth, err = staffauth.NewAuth(issuer, s.revoked)
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
