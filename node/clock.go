@@ -123,8 +123,13 @@ func (n *Node) stampedWall() time.Time {
 // time it knew, or the cluster's stamp, whichever is latest. A leader
 // stamps it on commands (receipts, tickets, audit), and staff tokens and
 // reports read it, so a box whose clock could not be set still never goes
-// back and agrees with the others.
+// back and agrees with the others. An NTP-synced box goes by its own
+// clock: NTP is the one source that may correct a time that ran ahead
+// (the stamps would otherwise carry it on for ever).
 func (n *Node) ClusterWall() time.Time {
+	if n.wall.Synced() {
+		return n.wall.Now()
+	}
 	t := n.wall.Floor()
 	if s := n.stampedWall(); s.After(t) {
 		t = s

@@ -71,7 +71,15 @@ type Keeper struct {
 	since     time.Time
 	lastKnown time.Time
 	setErr    error
+
+	syncMu    sync.Mutex
+	syncRead  time.Time // when synced was last asked (monotonic)
+	syncValue bool
 }
+
+// syncCache is how long one reading of Synced is reused: the leader asks
+// for every command it stamps.
+const syncCache = time.Second
 
 type fileState struct {
 	LastKnown int64  `json:"lastKnown"`
@@ -126,7 +134,21 @@ func (k *Keeper) Floor() time.Time {
 	return now
 }
 
-func (k *Keeper) synced() bool { return k.o.Synced != nil && k.o.Synced() }
+func (k *Keeper) synced() bool {
+	if k.o.Synced == nil {
+		return false
+	}
+	k.syncMu.Lock()
+	defer k.syncMu.Unlock()
+	if k.syncRead.IsZero() || time.Since(k.syncRead) >= syncCache {
+		k.syncValue, k.syncRead = k.o.Synced(), time.Now()
+	}
+	return k.syncValue
+}
+
+// Synced reports whether NTP disciplines the clock (read at most once a
+// second).
+func (k *Keeper) Synced() bool { return k.synced() }
 
 // Advance moves the clock forward to to when it is more than Slack behind
 // it, never back. from says what to is worth: Unknown (the last known
