@@ -234,9 +234,12 @@ func TestTokenFromABoxThatJustBooted(t *testing.T) {
 		return o
 	}
 	s.c.StartNode(0)
+	// Caught up, and knowing that a member's clock is trusted: the token
+	// then carries a wall stamp (otherwise it would carry none and prove
+	// nothing).
 	waitFor(t, "box 0 caught up", 20*time.Second, func() bool {
 		clk, _ := s.clock(0)
-		return time.UnixMilli(clk.ClusterWall).After(time.Now().Add(-time.Minute))
+		return time.UnixMilli(clk.ClusterWall).After(time.Now().Add(-time.Minute)) && clk.ClusterTrusted
 	})
 	token := s.login(0)
 	for i := range s.c.Nodes {
