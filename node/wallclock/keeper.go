@@ -178,7 +178,9 @@ func (k *Keeper) Advance(to time.Time, from Source) (moved bool) {
 	if to.After(k.lastKnown) {
 		k.lastKnown = to // known, even where the clock could not follow
 	}
-	if from.Trusted() && now.Sub(to) >= -Slack && now.Sub(to) <= AheadTolerance {
+	// A member's clock makes this one trusted; it never replaces a source
+	// this box already has (a manager's tap applied here, NTP).
+	if from.Trusted() && now.Sub(to) >= -Slack && now.Sub(to) <= AheadTolerance && !(from == Cluster && k.source.Trusted()) {
 		k.setSourceLocked(from)
 	}
 	return moved

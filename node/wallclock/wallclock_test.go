@@ -55,6 +55,11 @@ func TestForwardNeverBack(t *testing.T) {
 	if clk.WentBack() {
 		t.Fatal("the clock went back")
 	}
+	// A member's trusted clock does not replace the manager's tap here.
+	k.Advance(clk.Now(), Cluster)
+	if st := k.State(); st.Source != Manager {
+		t.Fatalf("a member's clock replaced this box's source: %+v", st)
+	}
 }
 
 func TestLastKnownSurvivesAPowerCut(t *testing.T) {
