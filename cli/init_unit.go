@@ -100,10 +100,11 @@ ProtectControlGroups=yes
 # AF_NETLINK: Go lists network interfaces through netlink (mdns_name is
 # answered on each of them).
 RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK
-# Ports below 1024 (80, 443) as a non-root user; the bounding set also
-# takes every other capability away.
-AmbientCapabilities=CAP_NET_BIND_SERVICE
-CapabilityBoundingSet=CAP_NET_BIND_SERVICE
+# Ports below 1024 (80, 443) as a non-root user; CAP_SYS_TIME to move
+# the clock forward (a box has no real-time clock: docs/operations.md "The
+# clock"); the bounding set also takes every other capability away.
+AmbientCapabilities=CAP_NET_BIND_SERVICE CAP_SYS_TIME
+CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_SYS_TIME
 
 [Install]
 WantedBy=multi-user.target

@@ -14,6 +14,7 @@ import (
 
 	"masterorder/node"
 	"masterorder/node/peerfind"
+	"masterorder/node/wallclock"
 	"masterorder/node/watchdog"
 	"masterorder/orders"
 	"masterorder/setup"
@@ -222,6 +223,9 @@ func startStoreWith(ctx context.Context, cfg orders.FileConfig, log *slog.Logger
 	opts := orders.NodeOptions()
 	opts.Logger = log
 	opts.UpdatePending = updatePending
+	// The box keeps its clock right, forward only (node/clock.go): the
+	// unit grants CAP_SYS_TIME for it.
+	opts.ClockSetter = wallclock.System{}
 	n, err := node.New(cfg.NodeConfig, opts)
 	if err != nil {
 		return nil, nil, err

@@ -48,10 +48,19 @@ func status(ctx context.Context, args []string, e env) error {
 	}
 	fmt.Fprintf(stdout, "node %s: %s, term %d, leader %s\n", s.NodeID, s.State, s.Term, leader)
 	fmt.Fprintf(stdout, "commit index %d, applied %d, fsm time %d ms", s.CommitIndex, s.AppliedIndex, s.FSMTime)
-	if s.ClockSuspect {
-		fmt.Fprint(stdout, "  (this box's wall clock looks wrong)")
-	}
 	fmt.Fprintln(stdout)
+	if c := s.Clock; c != nil {
+		fmt.Fprintf(stdout, "clock %s, from %s", time.UnixMilli(c.Wall).UTC().Format(time.RFC3339), c.Source)
+		if !c.ClusterTrusted {
+			fmt.Fprint(stdout, " (no box knows the time: a manager sets it from the staff console)")
+		}
+		if c.SetError != "" {
+			fmt.Fprintf(stdout, "; cannot set it: %s", c.SetError)
+		}
+		fmt.Fprintln(stdout)
+	} else if s.ClockSuspect {
+		fmt.Fprintln(stdout, "this box's wall clock looks wrong")
+	}
 	if s.Disk != nil {
 		fmt.Fprintf(stdout, "this box's memory card: %s\n", diskWords(*s.Disk))
 	}

@@ -53,7 +53,7 @@ var messages = map[string][2]string{
 	"SESSIONS_OPEN":       {"お会計の済んでいないテーブルがあります。", "Some tables have not been checked out yet."},
 	// The box's own answers (node).
 	"FEATURE_NOT_READY": {"この操作は、すべての端末が新しいバージョンになると使えます。更新が終わってから、もう一度お試しください。", "This works once every box runs the new version. Please try again when the update has finished."},
-	"NODE_HALTED": {"この端末は停止しています。別の端末をお使いください。", "This box has stopped serving writes. Please use another one."},
+	"NODE_HALTED":       {"この端末は停止しています。別の端末をお使いください。", "This box has stopped serving writes. Please use another one."},
 	"DISK_FULL": {"この端末の記憶領域（メモリーカード）がいっぱいのため、注文を受け付けられません。少し待ってからもう一度お試しください。",
 		"This box's storage (memory card) is full, so it cannot take orders. Please try again shortly."},
 	"DISK_LOW": {"この端末の記憶領域（メモリーカード）の空きが少ないため、バックアップを作れません。",
@@ -134,6 +134,11 @@ var messages = map[string][2]string{
 	"UPDATE_NO_BUNDLE":            {"入れる更新がまだありません。新しいバージョンを探すか、更新ファイルを選んでください。", "There is no update to install yet. Look for a new version or choose an update file."},
 	"UPDATE_NO_RELEASE_INDEX":     {"この店ではインターネットからの更新が設定されていません。更新ファイルを選んでください。", "Updates from the internet are not set up for this store. Choose an update file instead."},
 	"UPDATE_RELEASE_INDEX_FAILED": {"新しいバージョンの情報を取得できませんでした。インターネットにつながっているか確かめてください。", "The list of new versions could not be read. Check the store's internet connection."},
+	// The console's clock prompt (orders/clock.go).
+	"CLOCK_BEHIND": {"このタブレットの時計が、端末の時計より前になっています。時計は戻せません。タブレットの日付と時刻を確かめてから、もう一度押してください。",
+		"This tablet's clock is earlier than the boxes' clock, and a clock is never put back. Check the tablet's date and time, then tap again."},
+	"CLOCK_IMPLAUSIBLE": {"このタブレットの日付がおかしいようです。タブレットの日付と時刻を確かめてから、もう一度押してください。",
+		"This tablet's date looks wrong. Check the tablet's date and time, then tap again."},
 	// The Cloud page (orders/http_cloud.go); the specifics follow the text.
 	"CLOUD_KEY_NOT_JSON": {"このファイルはサービスアカウントの鍵ではありません（JSON ファイルではありません）。Firebase コンソールの［プロジェクトの設定］→［サービス アカウント］→［新しい秘密鍵を生成］でダウンロードしたファイルを選んでください。",
 		"This file is not a service-account key (it is not a JSON file). Choose the file that Firebase console → Project settings → Service accounts → Generate new private key downloads."},

@@ -28,9 +28,10 @@ func (n *Node) newCertRenewer() (*certrenew.Renewer, error) {
 		Shared:       shared,
 		NodeCertFile: t.CertFile,
 		Now:          n.opts.WallClock,
-		// The same judgement as the status's clockSuspect: a box that
-		// booted at its image's date does not issue from it.
-		ClockOK: func() bool { return !n.clockSuspect() },
+		// Only from a clock some source vouched for (NTP, a manager, a
+		// member's): a box that booted at its image's date does not issue
+		// from it (node/clock.go; the status's clockSuspect).
+		ClockOK: func() bool { return n.ClockStatus().Trusted },
 		Logger:  n.log,
 	})
 }

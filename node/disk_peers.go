@@ -10,6 +10,7 @@ import (
 
 	"masterorder/node/certrenew"
 	"masterorder/node/restart"
+	"masterorder/node/wallclock"
 )
 
 // peerReport is what GET /internal/disk answers: a box's card, why it
@@ -22,6 +23,8 @@ type peerReport struct {
 	// Build is the box's build level and update trial (featurelevel.go);
 	// a box from before the feature level answers none.
 	Build *BuildReport `json:"build,omitempty"`
+	// Clock is the box's clock (clock.go); absent from older versions.
+	Clock *wallclock.State `json:"clock,omitempty"`
 
 	at time.Time // when this box received it
 }
@@ -31,7 +34,8 @@ type peerReport struct {
 func (n *Node) serveDisk(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	b := n.Build()
-	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart(), Certificates: n.CertStatus(), Build: &b})
+	clk := n.wall.State()
+	json.NewEncoder(w).Encode(peerReport{DiskStatus: n.Disk(), LastRestart: n.LastRestart(), Certificates: n.CertStatus(), Build: &b, Clock: &clk})
 }
 
 // peerDiskEvery: how often each member's card is asked for.
@@ -75,7 +79,7 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) bool {
 	}
 	defer resp.Body.Close()
 	var s peerReport
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 8192)).Decode(&s) != nil || s.State == "" {
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 16384)).Decode(&s) != nil || s.State == "" {
 		return false
 	}
 	s.at = time.Now()
@@ -85,5 +89,6 @@ func (n *Node) fetchPeerDisk(ctx context.Context, id, raftAddr string) bool {
 	}
 	n.disk.peers[id] = s
 	n.disk.mu.Unlock()
+	n.peerClock(id, s.Clock)
 	return true
 }

@@ -21,6 +21,7 @@ import (
 	"masterorder/httpapi"
 	"masterorder/node/certrenew"
 	"masterorder/node/restart"
+	"masterorder/node/wallclock"
 	"masterorder/raftfsm"
 )
 
@@ -333,6 +334,8 @@ type MemberStatus struct {
 	// whether it is in an update's trial boot, as it last reported them
 	// (absent: never, or a build from before the feature level).
 	Build *BuildReport `json:"build,omitempty"`
+	// Clock is the member's clock as it last reported it (absent: never).
+	Clock *wallclock.State `json:"clock,omitempty"`
 }
 
 // Status is GET /api/cluster/status.
@@ -345,7 +348,11 @@ type Status struct {
 	AppliedIndex uint64         `json:"appliedIndex"`
 	Nodes        []MemberStatus `json:"nodes"`
 	FSMTime      int64          `json:"fsmTime"`
-	ClockSuspect bool           `json:"clockSuspect"`
+	// ClockSuspect: this box's clock is not known to show the real time
+	// (Clock.Trusted is false).
+	ClockSuspect bool `json:"clockSuspect"`
+	// Clock is this box's clock: where its time came from (clock.go).
+	Clock *ClockStatus `json:"clock,omitempty"`
 	// Stale: this node cannot reach a quorum and serves its replica as is.
 	Stale bool `json:"stale"`
 	// Disk is this box's card (disk.go).
@@ -387,13 +394,14 @@ func (n *Node) Status() Status {
 		// files may commit up to one group later (raftfsm/group.go).
 		AppliedIndex: n.fsm.Handled(),
 		FSMTime:      n.FSMNow(),
-		ClockSuspect: n.clockSuspect(),
 		FeatureLevel: n.fsm.FeatureLevel(),
 		BuildLevel:   n.fsm.BuildLevel(),
 	}
 	if base := n.StaffNameBase(); base != "" {
 		s.StaffURL, s.KitchenURL = base+"/staff/", base+"/kitchen/"
 	}
+	clk := n.ClockStatus()
+	s.Clock, s.ClockSuspect = &clk, !clk.Trusted
 	if d := n.Disk(); d.State != "" {
 		s.Disk = &d
 	}
@@ -424,6 +432,7 @@ func (n *Node) Status() Status {
 			if b, _, ok := n.PeerBuild(id); ok {
 				m.Build = &b
 			}
+			m.Clock = n.PeerClock(id)
 			s.Nodes = append(s.Nodes, m)
 		}
 	}
@@ -434,17 +443,6 @@ func (n *Node) Status() Status {
 		fn(&s)
 	}
 	return s
-}
-
-// clockSuspect flags a wall clock that is obviously wrong: before this
-// software existed, or behind what a previous leader stamped.
-func (n *Node) clockSuspect() bool {
-	wall := n.opts.WallClock()
-	if wall.Year() < 2025 {
-		return true
-	}
-	last := n.fsm.LastWall()
-	return last > 0 && wall.UnixMilli() < last-60_000
 }
 
 func (n *Node) handleStatus(c echo.Context) error {

@@ -30,6 +30,7 @@ import (
 	"masterorder/node/pki"
 	"masterorder/node/restart"
 	"masterorder/node/tlsnet"
+	"masterorder/node/wallclock"
 	"masterorder/raftfsm"
 )
 
@@ -51,6 +52,16 @@ type Options struct {
 	// WallClock is the box's wall clock (tests skew it); FSM time never
 	// depends on it.
 	WallClock func() time.Time
+	// ClockSetter steps the box's wall clock forward (clock.go); nil: the
+	// box never sets it (tests with a skewed WallClock pass a
+	// wallclock.Fake). The binary passes wallclock.System.
+	ClockSetter wallclock.Setter
+	// ClockSynced reports whether NTP disciplines the clock; nil:
+	// wallclock.KernelSynced (adjtimex).
+	ClockSynced func() bool
+	// BootID is the system's boot id for the clock ("" reads it): tests
+	// give a box a new one to play a power cut.
+	BootID string
 	// ServerTLS/ClientTLS secure the Raft port (Raft and the internal
 	// channel) with mutual TLS; nil means load them from the config's [tls].
 	ServerTLS *tls.Config
@@ -104,9 +115,11 @@ type Node struct {
 	certs        atomic.Pointer[certrenew.Renewer] // the HTTPS pair and its renewal (certs.go); nil without https_addr
 	kv           kv.Client
 	clock        leaderClock
-	ready        atomic.Bool // leader: barrier done and clock set
-	steppingDown atomic.Bool // a halted leader is handing over (stepDownIfHalted)
-	degraded     atomic.Bool // the last ReadLocal found no quorum
+	wall         *wallclock.Keeper // this box's wall clock, forward only (clock.go)
+	startIndex   uint64            // the last log index at start: entries up to it are replays
+	ready        atomic.Bool       // leader: barrier done and clock set
+	steppingDown atomic.Bool       // a halted leader is handing over (stepDownIfHalted)
+	degraded     atomic.Bool       // the last ReadLocal found no quorum
 	workersMu    sync.Mutex
 	workers      []worker
 	probe        peerProbe
@@ -188,6 +201,11 @@ func New(cfg Config, opts Options) (*Node, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, opts: opts, log: log, fsm: fsm, ctx: ctx, cancel: cancel, fatal: make(chan error, 1)}
 	n.disk.wake = make(chan struct{}, 1)
+	if err := n.openClock(); err != nil {
+		fsm.Close()
+		cancel()
+		return nil, err
+	}
 	fsm.SetPauseListener(n.onFSMPause)
 	fsm.SetCaptureGate(n.captureGate)
 	n.kv = kv.Client{P: kvProposer{n}, V: n}
@@ -282,6 +300,8 @@ func (n *Node) StartContext(ctx context.Context) error {
 		n.log.Error("cannot answer the store's name on the LAN", "name", n.cfg.MDNSName, "error", err)
 	}
 	go n.watchDisk()
+	n.wg.Add(1)
+	go n.watchClock()
 	return nil
 }
 
@@ -369,6 +389,9 @@ func (n *Node) openRaftStores(raftDir string) (*raftboltdb.BoltStore, raft.Snaps
 		return nil, nil, fmt.Errorf("open raft log %s: %w", logPath, err)
 	}
 	n.logStore = store
+	if li, err := store.LastIndex(); err == nil {
+		n.startIndex = li
+	}
 	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, n.hclog("snapshot"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open snapshot store %s: %w", raftDir, err)

@@ -146,7 +146,7 @@ func (n *Node) commitOnLeader(p Proposal) (out []byte, index uint64, err error) 
 		return nil, 0, fmt.Errorf("%w: leader not ready", errRetry)
 	}
 	cmd := raftfsm.Command{Type: p.Type, Version: p.Version, Flags: p.Flags, FSMTime: stamp,
-		WallTime: n.opts.WallClock().UnixMilli(), Payload: p.Payload}
+		WallTime: n.ClusterWall().UnixMilli(), Payload: p.Payload}
 	start := time.Now()
 	f := n.raft.Apply(cmd.Encode(), applyTimeout)
 	if err := n.await(f, 0); err != nil {

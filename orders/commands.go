@@ -113,4 +113,6 @@ func registerTable(tab commandTable) {
 	registerLines(tab)
 	// menuimport.go
 	registerMenuImport(tab)
+	// clock.go
+	registerClock(tab)
 }

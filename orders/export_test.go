@@ -114,3 +114,6 @@ func SetOutboxTrim(d time.Duration) func() {
 	outboxTrimEvery = d
 	return func() { outboxTrimEvery = old }
 }
+
+// BusinessDate is the business day's label of t (reports.go).
+var BusinessDate = businessDate

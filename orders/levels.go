@@ -20,14 +20,15 @@ var featureLevels = []map[raftfsm.CommandType]uint8{
 		CmdSetStock: 2, CmdPlaceOrder: 5, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 		CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 2, CmdReprint: 2,
 		CmdUpsertMenu: 2, CmdCloudState: 2,
-		CmdShopTimeZone: 0,
+		CmdShopTimeZone: 0, CmdSetClock: 0,
 	},
-	// Level 2: the store's time zone set from the console (timezone.go).
+	// Level 2: the store's time zone set from the console (timezone.go)
+	// and a manager's clock (clock.go).
 	{
 		CmdSetStock: 2, CmdPlaceOrder: 5, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
 		CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 2, CmdReprint: 2,
 		CmdUpsertMenu: 2, CmdCloudState: 2,
-		CmdShopTimeZone: 1,
+		CmdShopTimeZone: 1, CmdSetClock: 1,
 	},
 }
 

@@ -64,6 +64,13 @@ type box interface {
 	ExtendWriteDeadline(w http.ResponseWriter)
 	// ClusterRoutes registers membership and backups on the staff group.
 	ClusterRoutes(staff *echo.Group)
+	// ClusterWall is the time the boxes go by (node/clock.go): for
+	// today's date and what the console asks a manager to confirm.
+	ClusterWall() time.Time
+	// ClockStatus is this box's clock; ClockFromManager moves it forward
+	// to a manager's time once the command applied.
+	ClockStatus() node.ClockStatus
+	ClockFromManager(wall, stamp int64, index uint64)
 }
 
 var _ box = (*node.Node)(nil)
@@ -100,8 +107,9 @@ type Service struct {
 	// cloudStatusFn stands in for the cloud sync status in tests.
 	cloudStatusFn func() CloudSyncStatus
 	pages         func(*echo.Echo, *echo.Group) // Options.Pages
-	// wall is the box's wall clock (node.Options.WallClock): what a
-	// business day's label and the console's stamps are read from.
+	// wall is the cluster's wall time (node.ClusterWall: this box's clock
+	// moved forward to the cluster's stamp): what a business day's label
+	// and the console's stamps are read from.
 	wall func() time.Time
 }
 
@@ -139,14 +147,17 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 		s.passwordHash = opts.StaffPasswordHash
 	}
 	s.pages = opts.Pages
-	s.wall = n.WallClock
+	s.wall = n.ClusterWall
 	issuer := &staffauth.Issuer{Secret: secret, TTL: cfg.Staff.TokenTTL.Duration,
 		// Expiry is judged on FSM time, which every node agrees on even
 		// when their wall clocks do not.
 		Now: func() time.Time { return time.UnixMilli(n.FSMNow()) },
-		// ...and by the wall clock too when it is plausible: FSM time
-		// stands still while the store is powered off.
-		Wall: n.WallClock}
+		// ...and by the cluster's wall time too when it is plausible:
+		// FSM time stands still while the store is powered off. Not this
+		// box's own clock: a box that just booted at its image's date
+		// would stamp a token every other box calls expired.
+		Wall:        n.ClusterWall,
+		WallTrusted: func() bool { return n.ClockStatus().ClusterTrusted }}
 	s.auth, err = staffauth.NewAuth(issuer, s.revoked)
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
@@ -174,6 +185,8 @@ func (s *Service) publish(events []raftfsm.Event) {
 		switch e.Type {
 		case "order.created", "order.updated", "session.closed", "call.created", "call.done":
 			out = append(out, stream.Event{ID: e.Index, Type: e.Type, Data: e.Data})
+		case eventClockSet:
+			s.clockSet(e)
 		case eventCloudSetting:
 			select {
 			case s.cloudChanged <- struct{}{}:
@@ -214,6 +227,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	staff.GET("/audit", s.listAudit)
 	staff.GET("/locks", s.listLocks)
 	staff.DELETE("/locks/:key", s.releaseLock)
+	staff.POST("/clock", s.setClock)
 	if s.pages != nil {
 		s.pages(e, staff)
 	}

@@ -92,6 +92,7 @@ type FSM struct {
 	now     int64
 	wall    int64
 	nowAt   time.Time // local monotonic instant now was last set (see NowAt)
+	wallAt  time.Time // local monotonic instant wall was last set (see WallAt)
 	halted  error
 	paused  *PausedError  // a storage failure being waited out (pause.go)
 	advance chan struct{} // closed and replaced whenever applied moves
@@ -201,6 +202,7 @@ func (f *FSM) initMeta() error {
 		f.now = int64(getU64(b, keyNow))
 		f.nowAt = time.Now()
 		f.wall = int64(getU64(b, keyWall))
+		f.wallAt = f.nowAt
 		f.state.Unlock()
 		f.level.Store(uint32(getU64(b, keyLevel)))
 		return nil
@@ -325,6 +327,17 @@ func (f *FSM) LastWall() int64 {
 	f.state.Lock()
 	defer f.state.Unlock()
 	return f.wall
+}
+
+// WallAt returns the wall clock the last leader stamped and the local
+// instant (monotonic) at which this node applied it, or opened or
+// restored its files: the leader's clock read at least wall +
+// time.Since(at) by now. Bookkeeping for the box's clock (a floor it
+// moves forward to), never an input to Apply.
+func (f *FSM) WallAt() (wall int64, at time.Time) {
+	f.state.Lock()
+	defer f.state.Unlock()
+	return f.wall, f.wallAt
 }
 
 // Halted returns the reason the FSM stopped applying, or nil: a halt, or

@@ -188,6 +188,9 @@ func (f *FSM) setClockLocked(g *group) {
 	if g.now != f.now {
 		f.nowAt = time.Now()
 	}
+	if g.wall != f.wall {
+		f.wallAt = time.Now()
+	}
 	f.now, f.wall = g.now, g.wall
 }
 

@@ -32,7 +32,7 @@ var rules = map[string]rule{
 	// The binary: main.go only calls the command line.
 	"": {why: "the binary: main.go hands its arguments to the command line", may: []string{"cli"}},
 	"cli": {why: "the command line: one file per command; it wires box, domain, setup, pages and bench",
-		may: []string{"bench", "node", "node/lanname", "node/peerfind", "node/pki", "node/restart", "node/watchdog", "orders", "orders/staffauth", "setup", "setup/cluster", "setup/join", "ui", "update"}},
+		may: []string{"bench", "node", "node/lanname", "node/peerfind", "node/pki", "node/restart", "node/wallclock", "node/watchdog", "orders", "orders/staffauth", "setup", "setup/cluster", "setup/join", "ui", "update"}},
 
 	// Setup mode: discover, claim, configure. It imports nothing of a
 	// running member; only setup/cluster, the writer, knows node's and
@@ -65,13 +65,14 @@ var rules = map[string]rule{
 
 	// The box.
 	"node": {why: "one store box: Raft, HTTP server, forwarding, membership; it knows nothing of the domain",
-		may: []string{"api", "httpapi", "kv", "node/atomicfile", "node/certrenew", "node/lanname", "node/peerfind", "node/pki", "node/restart", "node/tlsnet", "raftfsm"}},
+		may: []string{"api", "httpapi", "kv", "node/atomicfile", "node/certrenew", "node/lanname", "node/peerfind", "node/pki", "node/restart", "node/tlsnet", "node/wallclock", "raftfsm"}},
 	"node/lanname":                  {why: "the box's name on the LAN (leaf)"},
 	"node/peerfind":                 {why: "a member's current address by its node id, over mDNS (leaf)"},
 	"node/pki":                      {why: "cluster CA and certificates, the TLS files' names", may: []string{"node/atomicfile"}},
 	"node/atomicfile":               {why: "the one writer of a box's small files (leaf)"},
 	"node/certrenew":                {why: "the staff HTTPS certificate renewed from the cluster CA, and the certificates' status", may: []string{"node/pki"}},
 	"node/restart":                  {why: "why a box last started: run marker and stop record (leaf)"},
+	"node/wallclock":                {why: "the box's wall clock: forward only, its source, the last known time", may: []string{"node/atomicfile"}},
 	"node/watchdog":                 {why: "sd_notify: ready, and the unit's watchdog fed while the box serves (leaf)"},
 	"node/tlsnet":                   {why: "mutual-TLS stream layer (leaf)"},
 	"kv":                            {why: "coordination KV inside Apply", may: []string{"raftfsm"}},

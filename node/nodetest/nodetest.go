@@ -230,6 +230,12 @@ func (c *Cluster) startNode(i int) (*node.Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = Logger()
 	}
+	if opts.ClockSynced == nil {
+		// A box's clock is NTP-synced unless the test says otherwise
+		// (the clock tests do): the machine running the tests may have
+		// no NTP, and no other test is about the clock.
+		opts.ClockSynced = func() bool { return true }
+	}
 	nd, err := node.New(c.Configs[i], opts)
 	if err != nil {
 		return nil, fmt.Errorf("new node %d: %w", i, err)

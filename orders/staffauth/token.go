@@ -91,12 +91,22 @@ type Claims struct {
 // when set, is this box's wall clock: a token is also expired once a
 // plausible wall clock (after PlausibleAfter) is more than TTL+WallSkew
 // past the plausible wall time it was issued at. An implausible clock
-// (a box booted without a real-time clock) judges nothing.
+// (a box booted without a real-time clock) judges nothing. Wall should be
+// the cluster's wall time, the same on every box, not each box's own
+// clock: a box that just booted at its image's date would otherwise issue
+// tokens that every other box calls expired.
+//
+// WallTrusted, when set, says whether Wall is known to show the real time
+// (NTP, a manager, a trusted box): while it does not, tokens carry no
+// wall time and the wall judges nothing. Otherwise a token issued after a
+// power cut, before anyone gave the boxes the time, would be stamped with
+// the time before the cut and expire the moment the time is set.
 type Issuer struct {
-	Secret []byte
-	TTL    time.Duration
-	Now    func() time.Time
-	Wall   func() time.Time
+	Secret      []byte
+	TTL         time.Duration
+	Now         func() time.Time
+	Wall        func() time.Time
+	WallTrusted func() bool
 }
 
 const (
@@ -228,9 +238,10 @@ func (i *Issuer) now() time.Time {
 	return time.Now()
 }
 
-// wall is this box's wall clock when it is plausible.
+// wall is the wall clock when it is plausible (and trusted, where the
+// issuer is told).
 func (i *Issuer) wall() (time.Time, bool) {
-	if i.Wall == nil {
+	if i.Wall == nil || (i.WallTrusted != nil && !i.WallTrusted()) {
 		return time.Time{}, false
 	}
 	w := i.Wall()

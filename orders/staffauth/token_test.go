@@ -283,6 +283,33 @@ func TestTokenWallClockCap(t *testing.T) {
 	}
 }
 
+// Tokens issued while nobody has given the boxes the time (after a power
+// cut, no NTP) carry no wall stamp: otherwise setting the clock the next
+// minute would expire every login of the morning. A token stamped while
+// the time was trusted is still capped once it is trusted again.
+func TestTokenUntrustedWallStampsNothing(t *testing.T) {
+	fsm := newClock()
+	wall := newClock()
+	trusted := false
+	iss := &Issuer{Secret: testSecret, Now: fsm.Now, Wall: wall.Now, WallTrusted: func() bool { return trusted }, TTL: 12 * time.Hour}
+	early, _, _ := iss.Issue() // the clock says last night
+	trusted = true
+	wall.Advance(13 * time.Hour) // a manager sets the real time
+	if _, err := iss.Verify(early); err != nil {
+		t.Errorf("a token issued before the time was set, after it was: %v", err)
+	}
+	stamped, _, _ := iss.Issue()
+	trusted = false
+	wall.Advance(13 * time.Hour)
+	if _, err := iss.Verify(stamped); err != nil {
+		t.Errorf("an untrusted wall clock expired a token: %v", err)
+	}
+	trusted = true
+	if _, err := iss.Verify(stamped); !errors.Is(err, ErrExpired) {
+		t.Errorf("13 trusted hours later: %v, want ErrExpired", err)
+	}
+}
+
 func TestCheckStrength(t *testing.T) {
 	for _, weak := range []string{"", "demo", "short1!", "password", "Password123", "P@ssword!!", "1234567890", "aaaaaaaaaaaa",
 		"abcdefghij", "kitchen2026", "Ramen-2026!!", "0987654321", "ababababab", "qwertyuiop"} {

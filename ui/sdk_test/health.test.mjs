@@ -40,6 +40,27 @@ test('a suspect clock gives no time and no banner for a silent box', () => {
   assert.equal(h.banner.length, 0);
 });
 
+test('no source gave the time: the prompt is asked with the time the boxes go by; a suspect clock close to the browser still dates a silent box', () => {
+  const wall = now - 3 * 60 * 60 * 1000;
+  let h = healthOf(status([{ id: 'a' }], { clockSuspect: true, clock: { source: 'unknown', trusted: false, wall, clusterTrusted: false, clusterWall: wall } }), now);
+  assert.equal(h.clockAsk, true);
+  assert.equal(h.clockWall, wall);
+  // Another box trusts its clock: nothing to ask.
+  h = healthOf(status([{ id: 'a' }], { clockSuspect: true, clock: { source: 'unknown', trusted: false, wall, clusterTrusted: true, clusterWall: wall } }), now);
+  assert.equal(h.clockAsk, false);
+  // An older box's status has no clock: nothing to ask.
+  assert.equal(healthOf(status([{ id: 'a' }]), now).clockAsk, false);
+  const six = new Date(now - BANNER_AFTER_MS - 60 * 1000).toISOString();
+  h = healthOf(
+    status([{ id: 'a' }, { id: 'c', reachable: false, downSince: six }], {
+      clockSuspect: true,
+      clock: { source: 'unknown', trusted: false, wall: now + 1000, clusterTrusted: false, clusterWall: now + 1000 },
+    }),
+    now,
+  );
+  assert.deepEqual(h.banner.map((b) => b.id), ['c']);
+});
+
 test('memory cards: full and read-only pause a box, low and slow warn; the answering box uses the top-level disk', () => {
   const h = healthOf(
     status(

@@ -11,6 +11,8 @@
 // systemd's words stay on the cluster page under "details".
 
 import { dateOf, setStoreZone, storeZoneName } from './dom.js';
+// A box clock this close to the browser's still dates "since" sensibly.
+const CLOCK_CLOSE_MS = 5 * 60 * 1000;
 
 // A box silent this long puts a banner on the console and the kitchen: a
 // reboot or an unplugged cable for a minute is not worth a banner.
@@ -97,6 +99,12 @@ export const HEALTH_STRINGS = {
     'health.cert.step.ca_expiring': 'お店全体の証明書の期限が近づいています。お店を設定した人（販売店や技術者）に連絡し、{date} より前に設定のやり直しを頼んでください。',
     'health.cert.step.write_failed': '新しい証明書をメモリーカードに書き込めませんでした。カードがいっぱいか傷んでいるかもしれません。カードを交換するか、お店を設定した人に連絡してください。',
     'health.cert.step.other': 'お店を設定した人（販売店や技術者）に連絡し、{date} より前に証明書の更新を頼んでください。下の「くわしい情報」を伝えてください。',
+    'health.clock.ask': '端末の時計は {time} です。合っていますか？',
+    'health.clock.why': '端末は電源を入れてから、インターネットからも店長からも時刻を受け取っていません。レシートや売上の日付はこの時計で決まります。',
+    'health.clock.set': 'このタブレットの時刻（{time}）に合わせる',
+    'health.clock.setting': '合わせています…',
+    'health.clock.managerOnly': '時計を合わせるには店長でログインしてください。',
+    'health.clock.kitchen': '端末の時計が合っているかわかりません。店長に時計を合わせてもらってください。',
   },
   en: {
     'health.summary': '{n} of {total} boxes working',
@@ -129,6 +137,12 @@ export const HEALTH_STRINGS = {
     'health.banner.down': 'Box {id} has not answered since {time}. Orders continue on the other boxes.',
     'health.banner.downNow': 'Box {id} is not answering. Orders continue on the other boxes.',
     'health.banner.console': 'See “Boxes” in the staff console for what to do.',
+    'health.clock.ask': 'The boxes’ clock says {time}. Is that right?',
+    'health.clock.why': 'Since they were switched on, the boxes have had the time neither from the internet nor from a manager. Receipts and sales reports are dated by this clock.',
+    'health.clock.set': 'Set it to this tablet’s time ({time})',
+    'health.clock.setting': 'Setting…',
+    'health.clock.managerOnly': 'Log in as a manager to set the clock.',
+    'health.clock.kitchen': 'The boxes do not know the right time. Ask a manager to set the clock.',
     'health.banner.kitchen': 'Please tell the manager.',
     'health.details': 'Details (for technicians)',
     'health.found.title': 'New boxes found',
@@ -189,6 +203,10 @@ function parseTime(iso) {
 // trouble.
 export function healthOf(st, now) {
   const boxes = [];
+  const clock = (st && st.clock) || null;
+  // "since" is the answering box's wall clock: meaningless when that
+  // clock is not known to be right and disagrees with this browser's.
+  const clockOK = !(st && st.clockSuspect) || !!(clock && Math.abs(clock.wall - now) < CLOCK_CLOSE_MS);
   for (const n of (st && st.nodes) || []) {
     const self = n.id === st.nodeId;
     const disk = n.disk || (self ? st.disk : null) || null;
@@ -206,7 +224,7 @@ export function healthOf(st, now) {
       // A box clock that is obviously wrong makes "since" meaningless;
       // the box is then treated as down for an unknown time (no banner
       // until the status says when).
-      downForMs: since && !st.clockSuspect ? Math.max(0, now - since.getTime()) : null,
+      downForMs: since && clockOK ? Math.max(0, now - since.getTime()) : null,
       disk: disk && DISK_TROUBLE.includes(disk.state) ? disk : null,
       restart: restartOf(n.lastRestart, now),
       cert: certOf(n.certificates),
@@ -221,6 +239,11 @@ export function healthOf(st, now) {
     need: Math.floor(voters / 2) + 1,
     quorum: !!(st && st.leader) && !st.stale,
     clockSuspect: !!(st && st.clockSuspect),
+    // No source gave the boxes the time (clock.clusterTrusted false): the
+    // console asks a manager, the kitchen asks for one. clockWall is the
+    // time the boxes go by.
+    clockAsk: !!(clock && clock.clusterTrusted === false),
+    clockWall: clock && Number.isFinite(clock.clusterWall) ? clock.clusterWall : null,
     banner: boxes.filter((b) => (!b.reachable && b.downForMs != null && b.downForMs > BANNER_AFTER_MS) || b.disk),
   };
 }
@@ -331,13 +354,74 @@ export function bannerLines(t, health, now, lang, tail, certs) {
   return lines;
 }
 
+// clockWords: "2026/12/6 9:05" in the browser's zone and locale.
+export function clockWords(ms, lang) {
+  const loc = lang === 'en' ? 'en-GB' : 'ja-JP';
+  return new Date(ms).toLocaleString(loc, { year: 'numeric', month: 'numeric', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+// renderClockPrompt fills el while no source gave the boxes the time: the
+// console asks "the boxes' clock says … — is that right?" with one button
+// that sends this tablet's clock (a manager's login; a kitchen login is
+// told to find one), the kitchen asks for a manager. set() posts it.
+function renderClockPrompt(el, health, T, mode, set, state) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  const ask = !!(health && health.clockAsk);
+  el.hidden = !ask;
+  if (!ask) return;
+  const line = (text, cls) => {
+    const p = document.createElement('div');
+    p.textContent = text;
+    if (cls) p.className = cls;
+    el.append(p);
+  };
+  if (mode === 'kitchen') {
+    line(T.t('health.clock.kitchen'));
+    return;
+  }
+  const wall = health.clockWall != null ? health.clockWall : Date.now();
+  line(T.t('health.clock.ask', { time: clockWords(wall, T.lang()) }), 'clock-ask');
+  line(T.t('health.clock.why'), 'clock-why');
+  if (mode !== 'manager') {
+    line(T.t('health.clock.managerOnly'));
+    return;
+  }
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = 'primary';
+  b.id = 'clock-set';
+  b.disabled = state.busy;
+  b.textContent = state.busy ? T.t('health.clock.setting') : T.t('health.clock.set', { time: clockWords(Date.now(), T.lang()) });
+  b.addEventListener('click', set);
+  el.append(b);
+  if (state.error) line(state.error, 'clock-error');
+}
+
 // createHealthBanner polls the staff status (with the page's staff API,
 // whose token may be a kitchen one) and fills el with bannerLines while
 // some box has been silent more than five minutes or has a card in
-// trouble (or, with certs, a certificate that lapses within a month).
-export function createHealthBanner({ el, api, T, tail, certs }) {
+// trouble (or, with certs, a certificate that lapses within a month);
+// and clockEl, when given, with the clock prompt (clockMode(): 'manager'
+// shows the button, 'kitchen' asks for a manager, anything else says a
+// manager's login is needed).
+export function createHealthBanner({ el, api, T, tail, certs, clockEl, clockMode }) {
   let timer = null;
   let health = null;
+  const clock = { busy: false, error: '' };
+
+  async function setClock() {
+    clock.busy = true;
+    clock.error = '';
+    render();
+    try {
+      // The tablet's own clock, read at the tap.
+      await api.post('/api/staff/clock', { time: Date.now() });
+    } catch (e) {
+      clock.error = (e && e.message) || String(e);
+    }
+    clock.busy = false;
+    await poll();
+  }
 
   async function poll() {
     try {
@@ -361,6 +445,7 @@ export function createHealthBanner({ el, api, T, tail, certs }) {
       el.append(p);
     }
     el.hidden = lines.length === 0;
+    if (clockEl) renderClockPrompt(clockEl, health, T, clockMode ? clockMode() : '', setClock, clock);
   }
 
   return {

@@ -749,7 +749,15 @@ function bindLogin() {
 const calls = createCallsPanel({ el: $('#calls-panel'), api, t: T.t, ring: beep });
 // A box silent for five minutes, or a memory card in trouble: the cooks
 // tell the manager.
-const health = createHealthBanner({ el: $('#health-banner'), api, T, tail: 'health.banner.kitchen' });
+// And while the boxes do not know the time, they ask for a manager.
+const health = createHealthBanner({
+  el: $('#health-banner'),
+  api,
+  T,
+  tail: 'health.banner.kitchen',
+  clockEl: $('#clock-banner'),
+  clockMode: () => 'kitchen',
+});
 
 function start() {
   T.apply();

@@ -2,7 +2,7 @@
 // cluster page.
 
 import { nodeBase, fetchWithTimeout } from '/assets/cluster.js';
-import { healthOf, downWords, diskWords, sinceWords, restartWords, restartDetails, certWords, certStep, certDetails } from '/assets/health.js';
+import { healthOf, downWords, diskWords, sinceWords, restartWords, restartDetails, certWords, certStep, certDetails, clockWords } from '/assets/health.js';
 import { $, h, clear, show, dateTimeOf, toast, confirmDialog, storeZoneName } from '/assets/dom.js';
 
 function yesNo(T, v) {
@@ -191,12 +191,17 @@ export function createClusterPage({ api, T, onStatus }) {
     if (!status) return;
     const st = status;
     renderHealth(st);
-    if (st.clockSuspect) warn.append(h('p', { class: 'notice', text: T.t('staff.cluster.clockSuspect') }));
+    // The clock: a clock nobody set is the banner's prompt (health.js);
+    // here, for a technician, this box's clock and where it came from.
 
     kv(sum, T.t('staff.cluster.nodeId'), st.nodeId);
     kv(sum, T.t('staff.cluster.state'), st.state, 'state-' + st.state);
     kv(sum, T.t('staff.cluster.leader'), st.leader ? st.leader.id + ' (' + st.leader.httpAddr + ')' : T.t('staff.cluster.noLeader'));
     kv(sum, T.t('staff.cluster.term'), String(st.term));
+    if (st.clock && Number.isFinite(st.clock.wall)) {
+      const source = ['ntp', 'manager', 'cluster'].includes(st.clock.source) ? st.clock.source : 'unknown';
+      kv(sum, T.t('staff.cluster.clock'), T.t('staff.cluster.clock.' + source, { time: clockWords(st.clock.wall, T.lang()) }));
+    }
     kv(sum, T.t('staff.cluster.commit'), String(st.commitIndex));
     kv(sum, T.t('staff.cluster.applied'), String(st.appliedIndex));
     kv(sum, T.t('staff.cluster.fsmTime'), st.fsmTime != null ? String(st.fsmTime) : '');

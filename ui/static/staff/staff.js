@@ -34,7 +34,17 @@ const T = createI18n(
 const api = createStaffApi();
 // The banner over every page while a box has been silent five minutes or
 // its memory card is in trouble; the cluster page feeds it what it shows.
-const health = createHealthBanner({ el: $('#health-banner'), api, T, tail: 'health.banner.console', certs: true });
+// Under it, while no source gave the boxes the time, the clock prompt: a
+// manager sets it from this tablet's clock in one tap.
+const health = createHealthBanner({
+  el: $('#health-banner'),
+  api,
+  T,
+  tail: 'health.banner.console',
+  certs: true,
+  clockEl: $('#clock-banner'),
+  clockMode: () => api.role(),
+});
 const ctx = { api, T, onStatus: (st) => health.show(st) };
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
