@@ -46,7 +46,7 @@ func consoleBackup(t *testing.T, c *http.Client, base string, auth map[string]st
 		Bytes                int64
 		Index                uint64
 	}
-	if code := jsonCall(t, c, "POST", base+"/api/staff/backups", auth, nil, &made); code != 200 || made.File == "" {
+	if code := jsonCall(t, c, "POST", base+"/api/staff/backups", auth, map[string]any{}, &made); code != 200 || made.File == "" {
 		t.Fatalf("make a backup: %d %+v", code, made)
 	}
 	req, _ := http.NewRequest("GET", base+"/api/staff/backups/"+made.File, nil)

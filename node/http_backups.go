@@ -53,6 +53,15 @@ var consoleBackupName = regexp.MustCompile(`^masterorder-[A-Za-z0-9_-]+-[0-9]+\.
 func (n *Node) consoleBackupDir() string { return filepath.Join(n.cfg.DataDir, "backups") }
 
 func (n *Node) makeBackup(c echo.Context) error {
+	// An empty JSON object: the call has no settings yet, and anything
+	// else is a client's mistake, refused before any work.
+	var none *struct{}
+	if err := httpapi.DecodeBody(c, &none); err != nil {
+		return httpapi.BadBody(c, err, "INVALID_REQUEST")
+	}
+	if none == nil { // null
+		return httpapi.Fail(c, http.StatusBadRequest, "INVALID_REQUEST")
+	}
 	if !n.backupMu.TryLock() {
 		return httpapi.Fail(c, http.StatusConflict, "BACKUP_BUSY")
 	}

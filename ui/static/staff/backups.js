@@ -115,7 +115,12 @@ export function createBackupsPage({ api, T }) {
   // the download then asks (the node pool may pick another).
   async function call(method, path) {
     const headers = { Authorization: 'Bearer ' + api.token(), 'Accept-Language': T.lang() === 'en' ? 'en' : 'ja' };
-    const res = await fetch(path, { method, headers, cache: 'no-store', credentials: 'same-origin' });
+    const init = { method, headers, cache: 'no-store', credentials: 'same-origin' };
+    if (method === 'POST') {
+      headers['Content-Type'] = 'application/json';
+      init.body = '{}';
+    }
+    const res = await fetch(path, init);
     if (!res.ok) {
       let data = null;
       try {
