@@ -43,7 +43,7 @@ test -n "${BOOT_TRIAL}" || setenv BOOT_TRIAL none
 # Optional, for tests and integrators: extra kernel arguments
 # (mo-bootargs.env on the boot partition: mo_extra_bootargs=...).
 setenv mo_extra_bootargs
-if load ${devtype} ${devnum}:1 ${mo_scratch} mo-bootargs.env; then
+if test -e ${devtype} ${devnum}:1 mo-bootargs.env && load ${devtype} ${devnum}:1 ${mo_scratch} mo-bootargs.env; then
   env import -t ${mo_scratch} ${filesize} mo_extra_bootargs
 fi
 
@@ -85,15 +85,17 @@ else
 fi
 setenv bootargs "${mo_consoles} root=PARTUUID=4d4f5244-0${mo_rootpart} rootfstype=ext4 ro rootwait fsck.repair=yes net.ifnames=0 systemd.show_status=auto rauc.slot=${mo_slot} ${mo_extra_bootargs}"
 
-# The slot's kernel (gzip: booti unpacks it to kernel_comp_addr_r, 64 MiB
-# above the initramfs unless the board sets one) and initramfs.
+# The slot's kernel (Debian's arm64 vmlinuz is an uncompressed Image of
+# about 50 MiB; were it gzip, booti unpacks it to kernel_comp_addr_r) and
+# its initramfs 128 MiB above the kernel, clear of the kernel's own memory.
+setexpr mo_initrd_addr ${kernel_addr_r} + 0x8000000
+test -n "${kernel_comp_addr_r}" || setexpr kernel_comp_addr_r ${kernel_addr_r} + 0xc000000
 if load ${devtype} ${devnum}:${mo_rootpart} ${kernel_addr_r} /boot/vmlinuz; then
   setenv kernel_comp_size ${filesize}
-  test -n "${kernel_comp_addr_r}" || setexpr kernel_comp_addr_r ${ramdisk_addr_r} + 0x4000000
-  if load ${devtype} ${devnum}:${mo_rootpart} ${ramdisk_addr_r} /boot/initrd.img; then
+  if load ${devtype} ${devnum}:${mo_rootpart} ${mo_initrd_addr} /boot/initrd.img; then
     setenv mo_initrd_size ${filesize}
     test -n "${fdt_addr}" || setenv fdt_addr ${fdtcontroladdr}
-    booti ${kernel_addr_r} ${ramdisk_addr_r}:${mo_initrd_size} ${fdt_addr}
+    booti ${kernel_addr_r} ${mo_initrd_addr}:${mo_initrd_size} ${fdt_addr}
   fi
 fi
 echo "masterorder: slot ${mo_slot} cannot be started: 0 attempts left for it"
