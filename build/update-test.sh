@@ -214,8 +214,8 @@ stamp
 t0=$(date +%s)
 install_bundle "$broken" || fail "rauc install $v2: $(tail -n 5 "$work/install.log")"
 pass "rauc install $v2 (MasterOrder exits at once) into slot A: $(bootstate)"
-vssh 'systemctl reboot' || true
 starts=$(slot_starts)
+vssh 'systemctl reboot' || true
 slot=$(wait_up $((starts + 2)))
 [ "$slot" = B ] || fail "after the failed update the box runs slot $slot"
 grep 'masterorder: booting slot' "$work/console.log" | tail -n 3 | sed 's/^/   console: /'
@@ -242,14 +242,20 @@ vscp "$late" /data/update.raucb || fail "scp"
 (vssh 'rauc install /data/update.raucb' >"$work/install-cut.log" 2>&1 || true) &
 inst=$!
 t0=$(date +%s)
+bad_since=""
 while :; do
   st=$(bootstate 2>/dev/null || true)
   # RAUC marks the target slot bad before it writes it, then copies.
-  if [[ $st == *"BOOT_A_LEFT=0 "* ]] && grep -qE 'Copying|[1-9][0-9]?%' "$work/install-cut.log"; then break; fi
+  if [[ $st == *"BOOT_A_LEFT=0 "* ]]; then
+    [ -n "$bad_since" ] || bad_since=$(date +%s)
+    grep -q 'Copying' "$work/install-cut.log" && break
+    [ $(($(date +%s) - bad_since)) -lt 20 ] || break # no progress lines: 20 s into the install
+  fi
+  [[ $st == *"BOOT_A_LEFT=1 "* ]] && fail "the install finished before the power cut: $st"
   [ $(($(date +%s) - t0)) -lt 600 ] || fail "the install never started writing: $(tail -n 3 "$work/install-cut.log")"
   sleep 1
 done
-sleep 3
+sleep 2
 progress=$(tr '\r' '\n' <"$work/install-cut.log" | grep -E '%' | tail -n1)
 power_cut
 wait "$inst" 2>/dev/null || true
