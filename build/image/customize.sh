@@ -40,6 +40,10 @@ cp /usr/lib/u-boot/rpi_arm64/u-boot.bin /boot/firmware/u-boot.bin
 rm -f /boot/firmware/vmlinuz-* /boot/firmware/initrd.img-* /boot/firmware/cmdline.txt
 sed -i -e 's/^kernel=.*/kernel=u-boot.bin/' -e '/^initramfs /d' /boot/firmware/config.txt
 grep -q '^arm_64bit=1' /boot/firmware/config.txt || sed -i '1i arm_64bit=1' /boot/firmware/config.txt
+# U-Boot's console on the Pi 3/4's mini UART (ttyS1, as the kernel's) needs
+# it set up by the firmware (on a Pi 3 this fixes the core clock at 250 MHz:
+# nothing a headless box misses).
+grep -q '^enable_uart=1' /boot/firmware/config.txt || printf '[all]\nenable_uart=1\n' >>/boot/firmware/config.txt
 # The OS keeps UTC: the store's time zone is MasterOrder's (it is asked in
 # the setup wizard and replicated), not the box's.
 if [ -e /usr/share/zoneinfo/Etc/UTC ]; then ln -sf /usr/share/zoneinfo/Etc/UTC /etc/localtime; else rm -f /etc/localtime; fi
