@@ -77,45 +77,6 @@ mcopy -i "$fat" "$work/id.pub" ::/masterorder-ssh.txt
 printf 'mo_extra_bootargs=systemd.watchdog_sec=2min masterorder.health_timeout=%s\n' "${HEALTH_TIMEOUT:-420}" >"$work/bootargs.env"
 mcopy -i "$fat" "$work/bootargs.env" ::/mo-bootargs.env
 
-# The bundles, from this build's system image, signed by the development key.
-export KEY_DIR=${KEY_DIR:-/var/lib/masterorder-build/dev-key}
-variant() { # variant NAME: a copy of the system image with a marker file
-  cp --sparse=always "$rootfs" "$work/$1.ext4"
-  echo "$1" >"$work/marker"
-  debugfs -w -R "write $work/marker /etc/masterorder-update-test" "$work/$1.ext4" >/dev/null 2>&1
-}
-variant good
-variant broken
-printf '[Service]\nExecStart=\nExecStart=/bin/false\n' >"$work/broken.conf"
-debugfs -w -R "write $work/broken.conf /etc/systemd/system/masterorder.service.d/99-update-test-broken.conf" "$work/broken.ext4" >/dev/null 2>&1
-variant late
-for v in good broken late; do
-  e2fsck -fn "$work/$v.ext4" >/dev/null 2>&1 || fail "the $v system image is not a clean file system after debugfs"
-done
-v1="$version-up1"; v2="$version-broken2"; v3="$version-up3"
-OUT="$work/dist" BUNDLE_VERSION="$v1" build/bundle.sh "$work/good.ext4" >/dev/null
-OUT="$work/dist" BUNDLE_VERSION="$v2" build/bundle.sh "$work/broken.ext4" >/dev/null
-OUT="$work/dist" BUNDLE_VERSION="$v3" build/bundle.sh "$work/late.ext4" >/dev/null
-good="$work/dist/masterorder-$v1-rpi-arm64.raucb"
-broken="$work/dist/masterorder-$v2-rpi-arm64.raucb"
-late="$work/dist/masterorder-$v3-rpi-arm64.raucb"
-# Refused ones, made from a small file system (RAUC refuses them before it
-# writes anything, and they cross the VM's network quickly): signed by
-# another key, truncated, for another board.
-mkdir -p "$work/small/etc"
-head -c 4000000 /dev/urandom >"$work/small/etc/random"
-mke2fs -q -t ext4 -d "$work/small" "$work/small.ext4" 16M
-KEY_DIR="$work/other-key" OUT="$work/other" BUNDLE_VERSION="$v1" build/bundle.sh "$work/small.ext4" >/dev/null 2>&1
-otherkey="$work/other/masterorder-$v1-rpi-arm64.raucb"
-OUT="$work/smallok" BUNDLE_VERSION="$v1" build/bundle.sh "$work/small.ext4" >/dev/null
-head -c $(($(stat -c %s "$work/smallok/masterorder-$v1-rpi-arm64.raucb") / 2)) "$work/smallok/masterorder-$v1-rpi-arm64.raucb" >"$work/truncated.raucb"
-mkdir -p "$work/board/in"
-cp --sparse=always "$work/small.ext4" "$work/board/in/rootfs.ext4"
-printf '[update]\ncompatible=another-board-arm64\nversion=%s\n\n[bundle]\nformat=verity\n\n[image.rootfs]\nfilename=rootfs.ext4\n' "$v1" >"$work/board/in/manifest.raucm"
-rauc bundle --cert="$KEY_DIR/signing.cert.pem" --key="$KEY_DIR/signing.key.pem" "$work/board/in" "$work/board.raucb" >/dev/null 2>&1
-pass "bundles made: $(ls -s --block-size=M "$good" | cut -d' ' -f1) each ($v1 good, $v2 MasterOrder exits at once, $v3 for the power cut; refused: another key, truncated, another board)"
-stamp
-
 ssh_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 vssh() {
   ssh -q -i "$work/id" -p "$ssh_port" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
@@ -172,9 +133,49 @@ install_bundle() { # install_bundle FILE: copied to the data partition, rauc ins
   vssh 'rauc install /data/update.raucb' >"$work/install.log" 2>&1
 }
 
-# 1. First boot: slot A.
+# 1. First boot: slot A (the bundles are made while it boots).
 power_on 1
 t0=$(date +%s)
+
+# The bundles, from this build's system image, signed by the development key.
+export KEY_DIR=${KEY_DIR:-/var/lib/masterorder-build/dev-key}
+variant() { # variant NAME: a copy of the system image with a marker file
+  cp --sparse=always "$rootfs" "$work/$1.ext4"
+  echo "$1" >"$work/marker"
+  debugfs -w -R "write $work/marker /etc/masterorder-update-test" "$work/$1.ext4" >/dev/null 2>&1
+}
+variant good
+variant broken
+printf '[Service]\nExecStart=\nExecStart=/bin/false\n' >"$work/broken.conf"
+debugfs -w -R "write $work/broken.conf /etc/systemd/system/masterorder.service.d/99-update-test-broken.conf" "$work/broken.ext4" >/dev/null 2>&1
+variant late
+for v in good broken late; do
+  e2fsck -fn "$work/$v.ext4" >/dev/null 2>&1 || fail "the $v system image is not a clean file system after debugfs"
+done
+v1="$version-up1"; v2="$version-broken2"; v3="$version-up3"
+OUT="$work/dist" BUNDLE_VERSION="$v1" build/bundle.sh "$work/good.ext4" >/dev/null
+OUT="$work/dist" BUNDLE_VERSION="$v2" build/bundle.sh "$work/broken.ext4" >/dev/null
+OUT="$work/dist" BUNDLE_VERSION="$v3" build/bundle.sh "$work/late.ext4" >/dev/null
+good="$work/dist/masterorder-$v1-rpi-arm64.raucb"
+broken="$work/dist/masterorder-$v2-rpi-arm64.raucb"
+late="$work/dist/masterorder-$v3-rpi-arm64.raucb"
+# Refused ones, made from a small file system (RAUC refuses them before it
+# writes anything, and they cross the VM's network quickly): signed by
+# another key, truncated, for another board.
+mkdir -p "$work/small/etc"
+head -c 4000000 /dev/urandom >"$work/small/etc/random"
+mke2fs -q -t ext4 -d "$work/small" "$work/small.ext4" 16M
+KEY_DIR="$work/other-key" OUT="$work/other" BUNDLE_VERSION="$v1" build/bundle.sh "$work/small.ext4" >/dev/null 2>&1
+otherkey="$work/other/masterorder-$v1-rpi-arm64.raucb"
+OUT="$work/smallok" BUNDLE_VERSION="$v1" build/bundle.sh "$work/small.ext4" >/dev/null
+head -c $(($(stat -c %s "$work/smallok/masterorder-$v1-rpi-arm64.raucb") / 2)) "$work/smallok/masterorder-$v1-rpi-arm64.raucb" >"$work/truncated.raucb"
+mkdir -p "$work/board/in"
+cp --sparse=always "$work/small.ext4" "$work/board/in/rootfs.ext4"
+printf '[update]\ncompatible=another-board-arm64\nversion=%s\n\n[bundle]\nformat=verity\n\n[image.rootfs]\nfilename=rootfs.ext4\n' "$v1" >"$work/board/in/manifest.raucm"
+rauc bundle --cert="$KEY_DIR/signing.cert.pem" --key="$KEY_DIR/signing.key.pem" "$work/board/in" "$work/board.raucb" >/dev/null 2>&1
+pass "bundles made: $(ls -s --block-size=M "$good" | cut -d' ' -f1) each ($v1 good, $v2 MasterOrder exits at once, $v3 for the power cut; refused: another key, truncated, another board)"
+stamp
+
 slot=$(wait_up 1)
 [ "$slot" = A ] || fail "first boot started slot $slot"
 pass "first boot: slot A, SSH after $(($(date +%s) - t0)) s"
