@@ -84,10 +84,13 @@ kernel=$(sed -n 's/^kernel=//p' "$boot/config.txt" | head -n1)
 ! grep -q '^initramfs ' "$boot/config.txt" && ! ls "$boot" | grep -qE '^(vmlinuz|initrd)' && ok "no kernel or initramfs on the boot partition (each slot has its own)" ||
   bad "a kernel or initramfs on the boot partition or in config.txt"
 missing=""
-for c in fatwrite ext4load booti setexpr "env import" "env export"; do
-  c1=${c%% *}
-  strings "$boot/u-boot.bin" | grep -qx "$c1" || missing="$missing $c1"
+strings "$boot/u-boot.bin" >"$work/u-boot.strings"
+for c in fatwrite ext4load booti setexpr; do
+  grep -qx "$c" "$work/u-boot.strings" || missing="$missing $c"
 done
+# env import / export: their error messages (the command names are not separate strings)
+grep -q 'Environment import failed' "$work/u-boot.strings" || missing="$missing env-import"
+grep -q 'Cannot export environment' "$work/u-boot.strings" || missing="$missing env-export"
 [ -z "$missing" ] && ok "U-Boot (rpi_arm64) has the commands boot.scr uses (fatwrite, ext4load, booti, setexpr, env)" || bad "U-Boot lacks:$missing"
 bootscr=$(tail -c +73 "$boot/boot.scr" | tr -d '\000')
 [[ $bootscr == *"root=PARTUUID=4d4f5244-0\${mo_rootpart}"* && $bootscr == *"rauc.slot=\${mo_slot}"* && $bootscr != *"cma="* ]] &&
