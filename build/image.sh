@@ -10,6 +10,7 @@
 #   build/image.sh                         # VERSION from git, as build.sh
 #   VERSION=1.2.0 build/image.sh
 #   DEB=dist/masterorder_..._arm64.deb build/image.sh   # use a built package
+#   NICE=0 build/image.sh                  # mmdebstrap and xz at normal priority (default 19)
 #
 # The card (MBR, 4 primary partitions; fixed now: the data partition
 # takes the rest of the card on first boot, so this layout is for good):
@@ -93,7 +94,7 @@ rootfs_tar="$CACHE_DIR/image-rootfs-$SUITE-arm64-$key.tar"
 start=$(date +%s)
 if [ ! -s "$rootfs_tar" ]; then
   echo "== mmdebstrap $SUITE arm64 ($include)"
-  nice -n 19 mmdebstrap --mode=root --variant=minbase --architectures=arm64 \
+  nice -n "${NICE:-19}" mmdebstrap --mode=root --variant=minbase --architectures=arm64 \
     --components="main non-free-firmware" --include="$include" \
     --essential-hook='mkdir -p "$1/etc/initramfs-tools" && tar -C "'"$root"'/build/image/initramfs" --owner=root --group=root -cf - . | tar -C "$1/etc/initramfs-tools" -xf -' \
     "$SUITE" "$rootfs_tar.tmp.tar" \
@@ -210,7 +211,7 @@ mv "$OUT/$rootfs_name.tmp" "$OUT/$rootfs_name"
 name="masterorder-$VERSION-rpi-arm64.img"
 echo "== xz $name"
 # XZ_LEVEL=0 for a quick test build (a release uses the default, 6).
-nice -n 19 xz -T2 "-${XZ_LEVEL:-6}" -c "$img" >"$OUT/$name.xz.tmp"
+nice -n "${NICE:-19}" xz -T2 "-${XZ_LEVEL:-6}" -c "$img" >"$OUT/$name.xz.tmp"
 mv "$OUT/$name.xz.tmp" "$OUT/$name.xz"
 (cd "$OUT" && sha256sum "$name.xz" >"$name.xz.sha256")
 echo "$OUT/$name.xz  $(wc -c <"$OUT/$name.xz") bytes compressed, $(wc -c <"$img") bytes uncompressed"
