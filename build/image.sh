@@ -79,7 +79,7 @@ packages=(
   systemd systemd-sysv udev dbus kmod
   "linux-image-arm64/$KERNEL_SUITE" initramfs-tools raspi-firmware
   avahi-daemon openssh-server systemd-timesyncd
-  rauc u-boot-rpi
+  rauc rauc-service u-boot-rpi
   e2fsprogs dosfstools fdisk util-linux util-linux-extra iproute2 ca-certificates
 )
 include=$(IFS=,; echo "${packages[*]}")
