@@ -57,7 +57,7 @@ description=MasterOrder $VERSION: Debian and MasterOrder, the whole system of a 
 build=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(stat -c %Y "$rootfs")}" +%Y%m%d%H%M%S)
 
 [bundle]
-format=verity
+format=plain
 
 [image.rootfs]
 filename=rootfs.ext4
