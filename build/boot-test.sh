@@ -1,7 +1,9 @@
 #!/bin/bash
 # Boot the SD-card image under qemu-system-aarch64 -M virt (TCG: minutes),
-# with the kernel, initrd and command line taken from the image's boot
-# partition, and check what an owner would see:
+# started as a Pi starts it after its firmware: Debian's U-Boot (for QEMU,
+# u-boot-qemu, in the Pi firmware + u-boot-rpi's place) runs the image's
+# boot.scr, which picks system slot A from mo-bootstate.env and starts the
+# kernel and initramfs in it; and check what an owner would see:
 #   - the setup page answers on port 80 (through a forwarded port),
 #   - the box's _masterorder._tcp announcement is seen by mDNS on the VM's
 #     network (a tap in a network namespace this script makes),
@@ -11,9 +13,18 @@
 #     VM has an i6300esb), no swap, no failed unit (checked over SSH,
 #     switched on by masterorder-ssh.txt on the boot partition as the
 #     owner's guide says),
+#   - the A/B system: slot A started (rauc.slot=A), RAUC sees both slots,
+#     the keyring is there, and masterorder-commit.service keeps slot A once
+#     MasterOrder is healthy (3 boot attempts again);
+#   - the clock (issue 37): the VM's real-time clock starts years back (a Pi
+#     has none), systemd-timesyncd runs, its clock file is on the data
+#     partition, the NTP server the DHCP server offers is the one it uses,
+#     the OS time zone is UTC;
 #   - after a hard stop of the VM (a power cut) it boots to the same state:
 #     same announcement, same setup identity, data intact, the journal
-#     still has the first boot, the machine ID is the same;
+#     still has the first boot, the machine ID is the same, and the clock
+#     is not earlier than the one the box last knew (set forward in boot 1
+#     as NTP would, kept in timesyncd's clock file);
 #   - a box whose boot partition cannot be mounted does not serve the setup
 #     page (the unit requires the mount: no claim without the owner's code);
 #   - HANG_TEST=1 (default): the masterorder process stopped (SIGSTOP) is
@@ -31,7 +42,11 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 export PATH="/usr/local/go/bin:$PATH"
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
-DISK_SIZE=${DISK_SIZE:-4G}
+DISK_SIZE=${DISK_SIZE:-8G}
+UBOOT=/usr/lib/u-boot/qemu_arm64/u-boot.bin
+# The VM's real-time clock at power-on: years before any build (a Pi has no
+# real-time clock at all; the box must not start earlier than it last knew).
+RTC_BASE=${RTC_BASE:-2021-01-01T00:00:00}
 
 [ "$(id -u)" = 0 ] || { echo "boot-test.sh: run as root (network namespace, tap device)" >&2; exit 1; }
 need=()
@@ -40,6 +55,7 @@ for t in qemu-system-aarch64:qemu-system-arm mcopy:mtools dnsmasq:dnsmasq-base s
 done
 # virtio-net-pci's option ROM (a Recommends of qemu-system-arm).
 [ -e /usr/lib/ipxe/qemu/efi-virtio.rom ] || need+=(ipxe-qemu)
+[ -f "$UBOOT" ] || need+=(u-boot-qemu)
 if [ ${#need[@]} -gt 0 ]; then
   echo "== apt-get install ${need[*]}"
   apt-get update -qq >/dev/null
@@ -73,21 +89,15 @@ echo "   $compressed bytes compressed, $uncompressed bytes uncompressed"
 # A bigger "card", so the first boot has room to grow the data partition.
 truncate -s "$DISK_SIZE" "$work/disk.img"
 
-# Kernel, initrd and command line from the boot partition (partition 1 at 1 MiB).
 fat="$work/disk.img@@1M"
-kernel=$(mdir -b -i "$fat" ::/ | sed 's|^::/||' | grep '^vmlinuz-' | sort -V | tail -n1)
-initrd=$(mdir -b -i "$fat" ::/ | sed 's|^::/||' | grep '^initrd.img-' | sort -V | tail -n1)
-mcopy -n -i "$fat" "::/$kernel" "$work/vmlinuz"
-mcopy -n -i "$fat" "::/$initrd" "$work/initrd"
-mcopy -n -i "$fat" ::/cmdline.txt "$work/cmdline.txt"
-# The Pi's consoles are not the VM's: the rest of the line is the card's.
-# systemd.watchdog_sec: the VM's hardware watchdog (an i6300esb) at 2
+# The Pi's consoles are not the VM's: boot.scr picks console=ttyAMA0 on
+# QEMU. systemd.watchdog_sec: the VM's hardware watchdog (an i6300esb) at 2
 # minutes instead of the card's 15 s. Under TCG on a busy machine PID1 can go
 # more than 15 s without petting it (seen: a daemon-reload during this test,
 # and the VM was reset); the card's own setting is what image-check reads.
-cmdline="$(tr ' ' '\n' <"$work/cmdline.txt" | grep -v '^console=' | grep . | tr '\n' ' ')console=ttyAMA0 systemd.watchdog_sec=2min"
-echo "   kernel $kernel, initrd $initrd"
-echo "   cmdline: $cmdline"
+# Extra kernel arguments go in mo-bootargs.env on the boot partition.
+echo 'mo_extra_bootargs=systemd.watchdog_sec=2min' >"$work/bootargs.env"
+mcopy -i "$fat" "$work/bootargs.env" ::/mo-bootargs.env
 
 # SSH on, as the owner's guide says: a masterorder-ssh.txt with a public key.
 ssh-keygen -q -t ed25519 -N '' -f "$work/id" -C boot-test
@@ -103,7 +113,7 @@ nsx ip addr add 10.213.0.1/24 dev motap0
 nsx ip link set motap0 up
 nsx ip route add 224.0.0.0/4 dev motap0 # mDNS: the probe's multicast goes to the VM's network
 nsx dnsmasq --keep-in-foreground --port=0 --interface=motap0 --bind-interfaces \
-  --dhcp-range=10.213.0.10,10.213.0.50,1h --dhcp-leasefile="$work/leases" \
+  --dhcp-range=10.213.0.10,10.213.0.50,1h --dhcp-leasefile="$work/leases" --dhcp-option=option:ntp-server,10.213.0.1 \
   --pid-file="$work/dnsmasq.pid" --log-facility="$work/dnsmasq.log" &
 dnsmasq_pid=$!
 (cd build && go build -o "$work/mdnsprobe" ./cmd/mdnsprobe)
@@ -123,7 +133,7 @@ boot() { # boot N: power on, wait for the setup page; sets boot_seconds
   # subshell): ip netns exec and nice exec, so $! is qemu itself and
   # kill -9 of it is a power cut.
   ip netns exec "$ns" nice -n 10 qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 \
-    -kernel "$work/vmlinuz" -initrd "$work/initrd" -append "$cmdline" \
+    -bios "$UBOOT" -rtc base="$RTC_BASE",clock=vm \
     -drive file="$work/disk.img",format=raw,if=virtio,cache=writeback \
     -netdev tap,id=lan,ifname=motap0,script=no,downscript=no -device virtio-net-pci,netdev=lan,mac=52:54:00:4d:4f:21 \
     -netdev user,id=fwd,hostfwd=tcp:127.0.0.1:$http_port-:80,hostfwd=tcp:127.0.0.1:$ssh_port-:22 -device virtio-net-pci,netdev=fwd \
@@ -140,6 +150,7 @@ boot() { # boot N: power on, wait for the setup page; sets boot_seconds
   boot_seconds=$(($(date +%s) - t0))
   kill -0 "$qemu_pid" 2>/dev/null || fail "boot $n: qemu is not running"
   grep -q "Linux version" "$work/console-$n.log" || fail "boot $n: this VM's console shows no kernel"
+  grep -q "masterorder: booting slot A" "$work/console-$n.log" || fail "boot $n: U-Boot's boot.scr did not start slot A"
   pass "boot $n: setup page answers (HTTP 200 after redirects, $(wc -c <"$work/page-$n.html") bytes) $boot_seconds s after power-on"
 }
 
@@ -159,9 +170,16 @@ os_checks() { # os_checks N
     echo "failed: $(systemctl --failed --plain --no-legend | wc -l) $(systemctl --failed --plain --no-legend | cut -d" " -f1 | tr "\n" " ")"; \
     echo "watchdog: $(systemctl show -p RuntimeWatchdogUSec --value) $(ls /dev/watchdog0 2>&1)"; \
     echo "watchdog-log: $(journalctl -b -q --no-pager _PID=1 | grep -m1 -i "watchdog" | cut -c1-200)"; \
-    echo "clock: $(date -u +%FT%TZ)"; echo "clockfile: $(ls /var/lib/systemd/timesync/ 2>&1 | tr "\n" " ")"; \
+    echo "clock: $(date -u +%s)"; echo "clock-epoch: $(stat -c %Y /usr/lib/clock-epoch 2>&1)"; echo "clockfile: $(stat -c %Y /var/lib/systemd/timesync/clock 2>&1)"; \
+    echo "clockfile-mount: $(findmnt -no SOURCE -T /var/lib/systemd/timesync)"; \
+    echo "timezone: $(readlink /etc/localtime || echo none) $(date +%Z)"; \
+    echo "ntp: $(timedatectl show-timesync -p LinkNTPServers --value 2>&1 | tr "\n" " ")"; \
+    echo "slot: $(sed -n "s/.*rauc\.slot=\([AB]\).*/\1/p" /proc/cmdline)"; \
+    echo "rauc: $(rauc status --output-format=json 2>&1 | head -c 600)"; \
+    echo "keyring: $(test -s /etc/rauc/keyring.pem && echo present)"; \
+    echo "bootstate: $(/usr/lib/masterorder-image/bootstate show | tr "\n" " ")"; \
     echo "data-fs: $(tune2fs -l $(findmnt -no SOURCE /data) | grep -E "^(Block size|Journal size|Inode count|Block count):" | tr -s " " | tr "\n" ";")"; \
-    echo "cmdline: $(cat /boot/firmware/cmdline.txt)"') || fail "boot $n: ssh to the box"
+    echo "cmdline: $(cat /proc/cmdline)"') || fail "boot $n: ssh to the box"
   echo "$out" >"$work/os-$n.txt"
   sed 's/^/   /' "$work/os-$n.txt"
   v() { sed -n "s/^$1: //p" "$work/os-$n.txt" | head -n1; }
@@ -191,7 +209,17 @@ os_checks() { # os_checks N
   pass "boot $n: systemd runs the hardware watchdog ($(v watchdog), the test's systemd.watchdog_sec)"
   [ "$(v failed | cut -d' ' -f1)" = 0 ] || fail "failed units: $(v failed)"
   pass "boot $n: no failed unit"
-  [[ " $(v cmdline) " != *" cma="* ]] || fail "cmdline.txt has cma=: $(v cmdline)"
+  [[ " $(v cmdline) " != *" cma="* ]] || fail "the kernel command line has cma=: $(v cmdline)"
+  [ "$(v slot)" = A ] || fail "slot $(v slot) running, not A"
+  [[ $(v rauc) == *'"compatible":"masterorder-rpi-arm64"'* && $(v rauc) == *'"booted":"A"'* && $(v rauc) == *'"rootfs.1"'* ]] || fail "rauc status: $(v rauc)"
+  [ "$(v keyring)" = present ] || fail "no /etc/rauc/keyring.pem"
+  pass "boot $n: slot A started by U-Boot's boot.scr; rauc status sees slots rootfs.0 and rootfs.1 (compatible masterorder-rpi-arm64); keyring present; $(v bootstate)"
+  [[ $(v clockfile-mount) == *"[/systemd]" ]] && [[ $(v clockfile) =~ ^[0-9]+$ ]] || fail "timesyncd's clock file: $(v clockfile) on $(v clockfile-mount)"
+  [ "$(v clock)" -ge "$(v clock-epoch)" ] || fail "the clock ($(v clock)) is before the image's build ($(v clock-epoch))"
+  pass "boot $n: timesyncd's clock file on the data partition ($(v clockfile-mount), $(date -u -d "@$(v clockfile)" +%FT%TZ))"
+  [[ $(v timezone) == *" UTC" ]] || fail "OS time zone: $(v timezone)"
+  [[ " $(v ntp) " == *" 10.213.0.1 "* ]] || fail "timesyncd does not use the DHCP server's NTP server: $(v ntp)"
+  pass "boot $n: OS time zone UTC ($(v timezone)); NTP server from DHCP: $(v ntp)"
   vssh 'cd / && find etc/masterorder var/lib/masterorder -type f -print0 | sort -z | xargs -0 -r sha256sum' >"$work/state-$n.txt"
 }
 
@@ -265,13 +293,34 @@ hang_reason() { # after the restart the member says why, in its status (the Boxe
   pass "after the restart the box says why (GET /api/cluster/status, nodes[].lastRestart): $out"
 }
 
+commit_check() { # masterorder-commit.service keeps slot A once MasterOrder is healthy
+  local t0 st
+  t0=$(date +%s)
+  until [[ $(st=$(vssh /usr/lib/masterorder-image/bootstate show | tr '\n' ' '); echo "$st") == *"BOOT_A_LEFT=3 "* ]]; do
+    [ $(($(date +%s) - t0)) -lt 600 ] || fail "slot A not committed: $(vssh /usr/lib/masterorder-image/bootstate show | tr '\n' ' '); $(vssh 'journalctl -b -q --no-pager -u masterorder-commit.service | tail -n 3')"
+    sleep 5
+  done
+  pass "boot $1: masterorder healthy, slot A kept (rauc status mark-good): $(vssh 'journalctl -b -q --no-pager -o cat -u masterorder-commit.service | grep -m1 "keeping slot"')"
+}
+
+clock_forward() { # the clock set forward as NTP would; timesyncd keeps it in its clock file
+  local target saved
+  target=$(($(date +%s) + 3 * 86400))
+  saved=$(vssh "date -u -s @$target >/dev/null; for i in \$(seq 60); do [ \$(stat -c %Y /var/lib/systemd/timesync/clock) -ge $target ] && break; sleep 2; done; stat -c %Y /var/lib/systemd/timesync/clock") || fail "ssh: set the clock"
+  [ "$saved" -ge "$target" ] || fail "timesyncd did not save the clock set to $target (its file says $saved)"
+  clock_known=$saved
+  pass "clock set to $(date -u -d "@$target" +%FT%TZ) (3 days ahead of this machine); timesyncd saved it in its clock file ($(date -u -d "@$saved" +%FT%TZ))"
+}
+
 boot 1
 first_boot=$boot_seconds
 announced 1
 os_checks 1
+commit_check 1
 echo "   state: $(wc -l <"$work/state-1.txt") files in /etc/masterorder and /var/lib/masterorder"
 
 if [ "${POWER_CUT:-1}" = 1 ]; then
+clock_forward
 echo "== power cut: kill -9 qemu"
 kill -9 "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true
 ! kill -0 "$qemu_pid" 2>/dev/null || fail "qemu $qemu_pid survived kill -9"
@@ -283,6 +332,9 @@ boot 2
 second_boot=$boot_seconds
 announced 2
 os_checks 2
+now2=$(sed -n 's/^clock: //p' "$work/os-2.txt")
+[ "$now2" -ge "$clock_known" ] || fail "after the power cut the clock ($now2) is earlier than the box last knew ($clock_known); the VM's clock started at $RTC_BASE"
+pass "after the power cut (the VM's clock at $RTC_BASE again) the box's clock is $(date -u -d "@$now2" +%FT%TZ), not earlier than it last knew ($(date -u -d "@$clock_known" +%FT%TZ))"
 cmp -s "$work/mdns-1.json" "$work/mdns-2.json" || { diff "$work/mdns-1.json" "$work/mdns-2.json" || true; fail "the announcement changed across the power cut"; }
 pass "same announcement after the power cut"
 # Setup identity and data kept; files the box rewrites on purpose (none

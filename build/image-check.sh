@@ -3,9 +3,15 @@
 # reading the image itself (the root partition mounted read-only through a
 # loop device, the boot partition read with mtools), not the build's inputs:
 #   - the device tree the board's firmware loads is on the boot partition;
-#   - config.txt has the model's section (and its device_tree= line), the
-#     kernel= and initramfs files it names are there, cmdline.txt has the
-#     root by label and no cma=;
+#   - config.txt has the model's section (and its device_tree= line) and
+#     starts U-Boot (kernel=u-boot.bin: Debian's rpi_arm64, with the
+#     commands boot.scr uses); boot.scr picks slot A or B by PARTUUID, with
+#     no cma=; the kernel and initramfs are in the system slot, not on the
+#     boot partition;
+#   - the card's layout: boot, slot A, slot B (the same size), data last;
+#     RAUC's system.conf (compatible masterorder-rpi-arm64, slots rootfs.0
+#     and rootfs.1, the custom backend), the keyring is a CA certificate and
+#     no private key is in the image;
 #   - in that device tree, the SD-card controller and the Ethernet (and on
 #     the Pi 5 the RP1 chip it hangs off) are enabled, and for each the
 #     image's kernel has a driver that matches it: the module's alias in
@@ -24,7 +30,7 @@ cd "$(dirname "$0")/.."
 
 [ "$(id -u)" = 0 ] || { echo "image-check.sh: run as root (loop devices)" >&2; exit 1; }
 need=()
-for t in mcopy:mtools fdtget:device-tree-compiler dtc:device-tree-compiler modinfo:kmod sfdisk:fdisk xz:xz-utils zstd:zstd cpio:cpio jq:jq; do
+for t in openssl:openssl strings:binutils mcopy:mtools fdtget:device-tree-compiler dtc:device-tree-compiler modinfo:kmod sfdisk:fdisk xz:xz-utils zstd:zstd cpio:cpio jq:jq; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -54,7 +60,7 @@ failed=0
 ok() { echo "ok:   $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 
-# Partitions 1 (boot, FAT: copied out) and 2 (root, ext4: mounted
+# Partitions 1 (boot, FAT: copied out) and 2 (slot A, ext4: mounted
 # read-only without replaying its journal, noload), so the image is not
 # written.
 parts=$(sfdisk -J "$disk")
@@ -64,25 +70,63 @@ part_size() { jq -r ".partitiontable.partitions[$1].size" <<<"$parts"; }
 mcopy -s -n -m -i "$disk@@$(($(part_start 0) * 512))" '::/*' "$boot/"
 mount -o ro,noload,loop,offset=$(($(part_start 1) * 512)),sizelimit=$(($(part_size 1) * 512)) -t ext4 "$disk" "$root"
 
+echo "== the card and the A/B system"
+ptab="$(jq -r '.partitiontable | "\(.label) \(.id) " + ([.partitions[] | "\(.type):\(.size)"] | join(" "))' <<<"$parts")"
+n=$(jq '.partitiontable.partitions | length' <<<"$parts")
+if [ "$n" = 4 ] && [[ $ptab == "dos 0x4d4f5244 "* ]] && [ "$(part_size 1)" = "$(part_size 2)" ] && [ "$(part_size 1)" -ge $((2048 * 2048)) ] &&
+  [ "$(part_start 3)" -gt "$(part_start 2)" ]; then
+  ok "partitions: boot, slot A, slot B ($(( $(part_size 1) / 2048 )) MiB each), data last (disk id 0x4d4f5244: root=PARTUUID=4d4f5244-02 / -03): $ptab"
+else
+  bad "partitions are not boot, slot A, slot B (same size, >= 2 GiB), data: $ptab"
+fi
 kernel=$(sed -n 's/^kernel=//p' "$boot/config.txt" | head -n1)
-initrd=$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' "$boot/config.txt" | head -n1)
-kver=${kernel#vmlinuz-}
+[ "$kernel" = u-boot.bin ] && [ -f "$boot/u-boot.bin" ] && ok "config.txt: kernel=u-boot.bin, on the boot partition" || bad "config.txt: kernel=$kernel (not U-Boot, or missing)"
+! grep -q '^initramfs ' "$boot/config.txt" && ! ls "$boot" | grep -qE '^(vmlinuz|initrd)' && ok "no kernel or initramfs on the boot partition (each slot has its own)" ||
+  bad "a kernel or initramfs on the boot partition or in config.txt"
+missing=""
+strings "$boot/u-boot.bin" >"$work/u-boot.strings"
+for c in fatwrite ext4load booti setexpr; do
+  grep -qx "$c" "$work/u-boot.strings" || missing="$missing $c"
+done
+# env import / export: their error messages (the command names are not separate strings)
+grep -q 'Environment import failed' "$work/u-boot.strings" || missing="$missing env-import"
+grep -q 'Cannot export environment' "$work/u-boot.strings" || missing="$missing env-export"
+[ -z "$missing" ] && ok "U-Boot (rpi_arm64) has the commands boot.scr uses (fatwrite, ext4load, booti, setexpr, env)" || bad "U-Boot lacks:$missing"
+bootscr=$(tail -c +73 "$boot/boot.scr" | tr -d '\000')
+[[ $bootscr == *"root=PARTUUID=4d4f5244-0\${mo_rootpart}"* && $bootscr == *"rauc.slot=\${mo_slot}"* && $bootscr != *"cma="* ]] &&
+  ok "boot.scr: root=PARTUUID=4d4f5244-0<2|3> rauc.slot=<A|B>, no cma=" || bad "boot.scr does not start a slot by PARTUUID"
+[ "$(tr -d '\000' <"$boot/mo-bootstate.env")" = "$(printf 'BOOT_ORDER=A B\nBOOT_A_LEFT=3\nBOOT_B_LEFT=0\nBOOT_TRIAL=none')" ] &&
+  ok "mo-bootstate.env: slot A first, 3 attempts; slot B (empty) none" || bad "mo-bootstate.env: $(tr '\n' ' ' <"$boot/mo-bootstate.env")"
+kver=$(ls "$root/usr/lib/modules" | sort -V | tail -n1)
 moddir="$root/usr/lib/modules/$kver"
-[ -n "$kernel" ] && [ -f "$boot/$kernel" ] && ok "config.txt: kernel=$kernel is on the boot partition" || bad "config.txt: kernel=$kernel not on the boot partition"
-[ -n "$initrd" ] && [ -f "$boot/$initrd" ] && ok "config.txt: initramfs $initrd is on the boot partition" || bad "config.txt: initramfs $initrd not on the boot partition"
+initrd=boot/initrd.img
+[ -f "$root/boot/vmlinuz" ] && [ "$(stat -c %i "$root/boot/vmlinuz")" = "$(stat -c %i "$root/boot/vmlinuz-$kver")" ] &&
+  ok "slot A: /boot/vmlinuz is vmlinuz-$kver" || bad "slot A: no /boot/vmlinuz for $kver"
+[ -f "$root/$initrd" ] && ok "slot A: /boot/initrd.img ($(stat -c %s "$root/$initrd") bytes)" || bad "slot A: no /boot/initrd.img"
 [ -d "$moddir" ] && ok "the image has modules for $kver: $(find "$moddir" -name '*.ko*' | wc -l) files" || bad "no /usr/lib/modules/$kver in the image"
-cmdline=$(cat "$boot/cmdline.txt")
-[[ " $cmdline " == *" root=LABEL=RASPIROOT "* ]] && ok "cmdline.txt: root=LABEL=RASPIROOT" || bad "cmdline.txt: no root=LABEL=RASPIROOT: $cmdline"
-[[ " $cmdline " != *" cma="* ]] && ok "cmdline.txt: no cma=" || bad "cmdline.txt sets cma=: $cmdline"
+conf="$root/etc/rauc/system.conf"
+grep -qx 'compatible=masterorder-rpi-arm64' "$conf" && grep -qx 'bootloader=custom' "$conf" && grep -qx '\[slot.rootfs.0\]' "$conf" &&
+  grep -qx '\[slot.rootfs.1\]' "$conf" && grep -qx 'path=/etc/rauc/keyring.pem' "$conf" && [ -x "$root/usr/bin/rauc" ] &&
+  ok "RAUC: system.conf compatible masterorder-rpi-arm64, slots rootfs.0 and rootfs.1, custom backend, keyring /etc/rauc/keyring.pem" ||
+  bad "RAUC: system.conf or rauc missing"
+if openssl x509 -in "$root/etc/rauc/keyring.pem" -noout -ext basicConstraints 2>/dev/null | grep -q 'CA:TRUE'; then
+  ok "keyring: a CA certificate ($(openssl x509 -in "$root/etc/rauc/keyring.pem" -noout -subject))"
+else
+  bad "keyring: /etc/rauc/keyring.pem is not a CA certificate"
+fi
+keys=$( { grep -rlE 'PRIVATE KEY-----' "$root/etc" "$root/usr/lib/masterorder-image" "$root/usr/share/masterorder" 2>/dev/null || true; } | sed "s|^$root||" | tr '\n' ' ')
+[ -z "$keys" ] && ok "no private key in /etc (the signing key is not on the box)" || bad "private keys in the image: $keys"
+[ -L "$root/etc/systemd/system/multi-user.target.wants/masterorder-commit.service" ] && ok "masterorder-commit.service enabled (mark-good once healthy)" ||
+  bad "masterorder-commit.service not enabled"
 
 # The initramfs' file list (zstd, xz or gzip; one cpio archive).
-case "$(head -c 4 "$boot/$initrd" | od -An -tx1 | tr -d ' ')" in
+case "$(head -c 4 "$root/$initrd" | od -An -tx1 | tr -d ' ')" in
   28b52ffd) dec="zstd -dc" ;;
   fd377a58) dec="xz -dc" ;;
   1f8b*) dec="gzip -dc" ;;
   *) dec="cat" ;;
 esac
-$dec "$boot/$initrd" | cpio -it --quiet 2>/dev/null >"$work/initrd.list" || true
+$dec "$root/$initrd" | cpio -it --quiet 2>/dev/null >"$work/initrd.list" || true
 echo "   initramfs: $(wc -l <"$work/initrd.list") files"
 
 # config.txt: the lines of one [section] (up to the next [..]).
@@ -202,6 +246,11 @@ grep -qx 'Storage=persistent' "$root/etc/systemd/journald.conf.d/10-masterorder.
   grep -q ' /var/log/journal ' "$root/etc/fstab" && ok "journald: persistent, /var/log/journal on the data partition" || bad "journald: not persistent on the data partition"
 [ -f "$root/usr/lib/systemd/systemd-timesyncd" ] && [ -L "$root/etc/systemd/system/sysinit.target.wants/systemd-timesyncd.service" ] &&
   ok "systemd-timesyncd installed and enabled" || bad "systemd-timesyncd not installed and enabled"
+grep -qx 'UseNTP=yes' "$root/etc/systemd/network/20-wired.network" && ok "networkd: the router's NTP server from DHCP (UseNTP=yes)" || bad "networkd: no UseNTP=yes"
+grep -qE '^/data/systemd +/var/lib/systemd ' "$root/etc/fstab" && ok "timesyncd's clock file (/var/lib/systemd/timesync/clock) on the data partition" || bad "/var/lib/systemd is not on the data partition"
+[ -f "$root/usr/lib/clock-epoch" ] && ok "clock-epoch: the clock never starts before $(date -u -d "@$(stat -c %Y "$root/usr/lib/clock-epoch")" +%FT%TZ) (the build)" || bad "no /usr/lib/clock-epoch"
+tz=$(readlink "$root/etc/localtime" 2>/dev/null || echo none)
+case "$tz" in none | */UTC | */Etc/UTC) ok "OS time zone UTC ($tz; the store's zone is MasterOrder's)" ;; *) bad "OS time zone $tz, not UTC" ;; esac
 
 echo "image-check: $passed passed, $failed failed"
 [ "$failed" = 0 ]

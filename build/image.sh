@@ -10,11 +10,20 @@
 #   build/image.sh                         # VERSION from git, as build.sh
 #   VERSION=1.2.0 build/image.sh
 #   DEB=dist/masterorder_..._arm64.deb build/image.sh   # use a built package
+#   NICE=0 build/image.sh                  # mmdebstrap and xz at normal priority (default 19)
 #
-# The card: 1 FAT boot partition (RASPIFIRM, firmware, kernel, initrd,
-# config.txt, cmdline.txt; mounted read-only), 2 root ext4 (RASPIROOT,
-# read-only), 3 data ext4 (MODATA, /data: the box's config and data, the
-# persistent journal; grows to the card on first boot). See docs/packaging.md.
+# The card (MBR, 4 primary partitions; fixed now: the data partition
+# takes the rest of the card on first boot, so this layout is for good):
+#   1 FAT boot (RASPIFIRM: Pi firmware, device trees, config.txt, U-Boot,
+#     boot.scr, mo-bootstate.env; mounted read-only),
+#   2 system slot A (RAUC rootfs.0) and 3 system slot B (rootfs.1), each
+#     SLOT_MIB (2 GiB) holding a read-only ext4 root with its own kernel and
+#     initramfs; the image fills A, B is empty until the first update,
+#   4 data ext4 (MODATA, /data: the box's config and data, the persistent
+#     journal, RAUC's status; grows to the card on first boot).
+# Also writes the system image both slots and update bundles are made of,
+# dist/masterorder-<v>-rpi-arm64.rootfs.ext4 (build/bundle.sh signs it).
+# See docs/packaging.md and docs/sd-card.md.
 # Needs root (mmdebstrap --mode=root, binfmt_misc); ~20 min of CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +46,7 @@ export VERSION
 
 [ "$(id -u)" = 0 ] || { echo "image.sh: run as root (mmdebstrap --mode=root, binfmt_misc)" >&2; exit 1; }
 need=()
-for t in mmdebstrap:mmdebstrap arch-test:arch-test mke2fs:e2fsprogs mkfs.vfat:dosfstools mcopy:mtools sfdisk:fdisk xz:xz-utils update-binfmts:binfmt-support fdtget:device-tree-compiler zstd:zstd cpio:cpio; do
+for t in openssl:openssl mkimage:u-boot-tools mmdebstrap:mmdebstrap arch-test:arch-test mke2fs:e2fsprogs mkfs.vfat:dosfstools mcopy:mtools sfdisk:fdisk xz:xz-utils update-binfmts:binfmt-support fdtget:device-tree-compiler zstd:zstd cpio:cpio; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 [ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ] || [ -e /usr/bin/qemu-aarch64-static ] || need+=(qemu-user-static)
@@ -70,6 +79,7 @@ packages=(
   systemd systemd-sysv udev dbus kmod
   "linux-image-arm64/$KERNEL_SUITE" initramfs-tools raspi-firmware
   avahi-daemon openssh-server systemd-timesyncd
+  rauc rauc-service u-boot-rpi
   e2fsprogs dosfstools fdisk util-linux util-linux-extra iproute2 ca-certificates
 )
 include=$(IFS=,; echo "${packages[*]}")
@@ -84,7 +94,7 @@ rootfs_tar="$CACHE_DIR/image-rootfs-$SUITE-arm64-$key.tar"
 start=$(date +%s)
 if [ ! -s "$rootfs_tar" ]; then
   echo "== mmdebstrap $SUITE arm64 ($include)"
-  nice -n 19 mmdebstrap --mode=root --variant=minbase --architectures=arm64 \
+  nice -n "${NICE:-19}" mmdebstrap --mode=root --variant=minbase --architectures=arm64 \
     --components="main non-free-firmware" --include="$include" \
     --essential-hook='mkdir -p "$1/etc/initramfs-tools" && tar -C "'"$root"'/build/image/initramfs" --owner=root --group=root -cf - . | tar -C "$1/etc/initramfs-tools" -xf -' \
     "$SUITE" "$rootfs_tar.tmp.tar" \
@@ -112,6 +122,15 @@ chroot "$rootdir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UT
   { umount "$rootdir/proc"; echo "image.sh: customize.sh failed" >&2; exit 1; }
 umount "$rootdir/proc"
 rm -f "$rootdir/tmp/customize.sh"
+# systemd starts the clock at least at this file's time (a Pi has no
+# real-time clock): the box never starts before its own build.
+touch -d "@$SOURCE_DATE_EPOCH" "$rootdir/usr/lib/clock-epoch"
+# The keyring RAUC checks bundles against: the signing key's CA
+# certificate only (KEYRING=..., default the development key's,
+# build/signing-key.sh); the key itself never goes on a box.
+KEYRING=${KEYRING:-$(build/signing-key.sh keyring)}
+install -D -m 0644 "$KEYRING" "$rootdir/etc/rauc/keyring.pem"
+echo "   keyring: $(openssl x509 -in "$rootdir/etc/rauc/keyring.pem" -noout -subject | sed 's/^subject=//')"
 
 # Split the tree into the three partitions.
 bootdir="$work/boot"
@@ -127,28 +146,42 @@ install -d -m 0700 "$datadir/ssh"
 # The persistent journal (bind-mounted on /var/log/journal, capped by
 # journald.conf.d/10-masterorder.conf): journald's own group and mode.
 install -d -m 2755 -o 0 -g "$(chroot "$rootdir" getent group systemd-journal | cut -d: -f3)" "$datadir/journal"
-grep -q 'root=LABEL=RASPIROOT' "$bootdir/cmdline.txt" || { echo "image.sh: cmdline.txt lacks root=LABEL=RASPIROOT: $(cat "$bootdir/cmdline.txt")" >&2; exit 1; }
-# Debian's hook writes cma=64M in a chroot, where it cannot see a Pi 4
-# (its own comment: that can leave a Pi 4 unbootable); CMA=0 in
-# /etc/default/raspi-firmware leaves it out, for every model.
-! grep -q 'cma=' "$bootdir/cmdline.txt" || { echo "image.sh: cmdline.txt sets cma=: $(cat "$bootdir/cmdline.txt")" >&2; exit 1; }
-echo "   cmdline.txt: $(cat "$bootdir/cmdline.txt")"
+# RAUC's status (system.conf: data-directory=/data/rauc): slot A holds this
+# version, so rauc status and the console can say what the box runs.
+install -d -m 0755 "$datadir/rauc"
+printf '[slot.rootfs.0]\nbundle.compatible=masterorder-rpi-arm64\nbundle.version=%s\nstatus=ok\n' "$VERSION" >"$datadir/rauc/central.raucs"
+# The firmware starts U-Boot (config.txt: kernel=u-boot.bin, set by
+# customize.sh); U-Boot runs boot.scr, which picks the slot and starts the
+# kernel and initramfs from it with its own command line (cmdline.txt is
+# not used).
+mkimage -A arm64 -O linux -T script -C none -n "MasterOrder A/B boot" -d build/image/boot/boot.cmd "$bootdir/boot.scr" >/dev/null
+# Slot A holds this build, slot B nothing yet: U-Boot never tries B.
+printf 'BOOT_ORDER=A B\nBOOT_A_LEFT=3\nBOOT_B_LEFT=0\nBOOT_TRIAL=none\n' >"$bootdir/mo-bootstate.env"
+grep -qx 'kernel=u-boot.bin' "$bootdir/config.txt" && [ -f "$bootdir/u-boot.bin" ] || { echo "image.sh: config.txt does not start U-Boot: $(cat "$bootdir/config.txt")" >&2; exit 1; }
+! ls "$bootdir" | grep -qE '^(vmlinuz|initrd)' || { echo "image.sh: a kernel on the boot partition: the kernel is in each slot" >&2; exit 1; }
+[ -f "$rootdir/boot/vmlinuz" ] && [ -f "$rootdir/boot/initrd.img" ] || { echo "image.sh: no /boot/vmlinuz and /boot/initrd.img in the system" >&2; exit 1; }
 echo "   boot partition: $(ls "$bootdir" | tr '\n' ' ')"
 
 mib=$((1024 * 1024))
 boot_mib=256
+# Each system slot: fixed for good (see above); the system image in it may
+# grow up to this. Today's is under a third of it.
+slot_mib=2048
 root_mib=$(( $(du -s --block-size=1M "$rootdir" | cut -f1) * 5 / 4 + 160 ))
+[ "$root_mib" -le "$slot_mib" ] || { echo "image.sh: the system ($root_mib MiB) does not fit a $slot_mib MiB slot" >&2; exit 1; }
 data_mib=256
 img="$work/masterorder.img"
-total_mib=$((1 + boot_mib + root_mib + data_mib))
+total_mib=$((1 + boot_mib + 2 * slot_mib + data_mib))
 truncate -s $((total_mib * mib)) "$img"
-printf 'label: dos\nlabel-id: 0x4d4f5244\nunit: sectors\n%s\n%s\n%s\n' \
+# The disk identifier names the slots for the kernel: root=PARTUUID=4d4f5244-02 (A), -03 (B).
+printf 'label: dos\nlabel-id: 0x4d4f5244\nunit: sectors\n%s\n%s\n%s\n%s\n' \
   "start=2048, size=$((boot_mib * 2048)), type=c, bootable" \
-  "start=$(((1 + boot_mib) * 2048)), size=$((root_mib * 2048)), type=83" \
-  "start=$(((1 + boot_mib + root_mib) * 2048)), size=$((data_mib * 2048)), type=83" |
+  "start=$(((1 + boot_mib) * 2048)), size=$((slot_mib * 2048)), type=83" \
+  "start=$(((1 + boot_mib + slot_mib) * 2048)), size=$((slot_mib * 2048)), type=83" \
+  "start=$(((1 + boot_mib + 2 * slot_mib) * 2048)), size=$((data_mib * 2048)), type=83" |
   sfdisk --quiet "$img"
 
-echo "== filesystems (boot $boot_mib MiB, root $root_mib MiB, data $data_mib MiB; data grows to the card on first boot)"
+echo "== filesystems (boot $boot_mib MiB, slots A and B $slot_mib MiB each (system $root_mib MiB), data $data_mib MiB; data grows to the card on first boot)"
 export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
 mkfs.vfat -F 32 -n RASPIFIRM -i 4d4f4f52 -C "$work/boot.fat" $((boot_mib * 1024)) >/dev/null
 mcopy -s -p -m -i "$work/boot.fat" "$bootdir"/* ::/
@@ -163,17 +196,22 @@ mke2fs -q -t ext4 -T default -b 4096 -I 256 -i 16384 -J size=64 -E root_owner=0:
   -L MODATA -d "$datadir" "$work/data.ext4" "${data_mib}M"
 dd if="$work/boot.fat" of="$img" bs=1M seek=1 conv=notrunc,sparse status=none
 dd if="$work/root.ext4" of="$img" bs=1M seek=$((1 + boot_mib)) conv=notrunc,sparse status=none
-dd if="$work/data.ext4" of="$img" bs=1M seek=$((1 + boot_mib + root_mib)) conv=notrunc,sparse status=none
+dd if="$work/data.ext4" of="$img" bs=1M seek=$((1 + boot_mib + 2 * slot_mib)) conv=notrunc,sparse status=none
 
 echo "== build/image-check.sh (every supported model, read from the image)"
 mkdir -p "$OUT"
 build/image-check.sh "$img" || { mv "$img" "$OUT/masterorder-$VERSION-rpi-arm64.img.check-failed"; echo "image.sh: image-check failed; the image is kept as $OUT/masterorder-$VERSION-rpi-arm64.img.check-failed" >&2; exit 1; }
 
 mkdir -p "$OUT"
+# The system image: what build/bundle.sh signs into an update bundle, the
+# same bytes as slot A.
+rootfs_name="masterorder-$VERSION-rpi-arm64.rootfs.ext4"
+cp --sparse=always "$work/root.ext4" "$OUT/$rootfs_name.tmp"
+mv "$OUT/$rootfs_name.tmp" "$OUT/$rootfs_name"
 name="masterorder-$VERSION-rpi-arm64.img"
 echo "== xz $name"
 # XZ_LEVEL=0 for a quick test build (a release uses the default, 6).
-nice -n 19 xz -T2 "-${XZ_LEVEL:-6}" -c "$img" >"$OUT/$name.xz.tmp"
+nice -n "${NICE:-19}" xz -T2 "-${XZ_LEVEL:-6}" -c "$img" >"$OUT/$name.xz.tmp"
 mv "$OUT/$name.xz.tmp" "$OUT/$name.xz"
 (cd "$OUT" && sha256sum "$name.xz" >"$name.xz.sha256")
 echo "$OUT/$name.xz  $(wc -c <"$OUT/$name.xz") bytes compressed, $(wc -c <"$img") bytes uncompressed"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Boot the SD-card image on the Raspberry Pi machines Debian's QEMU
-# emulates, with the image's own kernel, initramfs and device tree (from its
-# boot partition) and the image as the emulated SD card, to systemd's
+# emulates, with the image's own kernel and initramfs (from system slot A),
+# device tree (from its boot partition) and the image as the emulated SD card, to systemd's
 # multi-user target; then read what is inside through the serial console:
 #   raspi3b  Raspberry Pi 3 B   bcm2837-rpi-3-b.dtb
 #   raspi4b  Raspberry Pi 4 B   bcm2711-rpi-4-b.dtb
@@ -11,8 +11,10 @@
 #
 # What differs from a real board, on purpose and only here:
 #   - QEMU loads kernel, initramfs and tree itself (-kernel/-initrd/-dtb):
-#     the Pi firmware (bootcode.bin/start*.elf, config.txt) is not run;
-#   - the kernel command line is the card's cmdline.txt with the console on
+#     the Pi firmware (bootcode.bin/start*.elf, config.txt) and U-Boot
+#     (u-boot.bin, boot.scr: build/update-test.sh runs that script under
+#     -M virt) are not run;
+#   - the kernel command line is the one boot.scr gives slot A, with the console on
 #     the first UART (ttyAMA0, where QEMU's first -serial is) and a root shell
 #     on it (systemd.debug_shell) instead of the login prompt, so this script
 #     can ask the box what it sees, and systemd.watchdog_sec=off: QEMU's
@@ -21,7 +23,7 @@
 #     RuntimeWatchdogSec=15s raspi3b was reset each time systemd started;
 #   - raspi4b: a copy of the tree with the blocks QEMU does not model set to
 #     status "disabled" (fdtput), listed at $disable4 below with the reason;
-#   - the card is the image grown to 4 GiB (QEMU wants a power of two).
+#   - the card is the image grown to 8 GiB (QEMU wants a power of two).
 # Each machine boots twice (the second time a power cut: QEMU is killed), so
 # the persistent journal, the machine ID and the clock file are seen across
 # a reboot.
@@ -39,7 +41,7 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian}
 
 [ "$(id -u)" = 0 ] || { echo "pi-boot-test.sh: run as root (chroot)" >&2; exit 1; }
 need=()
-for t in mmdebstrap:mmdebstrap mcopy:mtools fdtput:device-tree-compiler xz:xz-utils; do
+for t in debugfs:e2fsprogs mmdebstrap:mmdebstrap mcopy:mtools fdtput:device-tree-compiler xz:xz-utils; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -88,12 +90,16 @@ bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 echo "== image $image"
 xz -dc "$image" >"$work/image.img"
 fat="$work/image.img@@1M"
-kernel=$(mdir -b -i "$fat" ::/ | sed 's|^::/||' | grep '^vmlinuz-' | sort -V | tail -n1)
-initrd=$(mdir -b -i "$fat" ::/ | sed 's|^::/||' | grep '^initrd.img-' | sort -V | tail -n1)
-mcopy -n -i "$fat" "::/$kernel" "$work/vmlinuz"
-mcopy -n -i "$fat" "::/$initrd" "$work/initrd"
-mcopy -n -i "$fat" ::/cmdline.txt "$work/cmdline.txt"
-echo "   kernel $kernel, initramfs $initrd (from the image's boot partition)"
+# Slot A (partition 2): its /boot/vmlinuz and /boot/initrd.img, as boot.scr loads them.
+slot_a=$(sfdisk -J "$work/image.img" | python3 -c 'import json,sys; p=json.load(sys.stdin)["partitiontable"]["partitions"][1]; print(p["start"], p["size"])')
+dd if="$work/image.img" of="$work/slot-a.ext4" bs=512 skip="${slot_a% *}" count="${slot_a#* }" conv=sparse status=none
+debugfs -R "dump /boot/vmlinuz $work/vmlinuz" "$work/slot-a.ext4" 2>/dev/null
+debugfs -R "dump /boot/initrd.img $work/initrd" "$work/slot-a.ext4" 2>/dev/null
+rm -f "$work/slot-a.ext4"
+[ -s "$work/vmlinuz" ] && [ -s "$work/initrd" ] || { echo "pi-boot-test.sh: no /boot/vmlinuz or /boot/initrd.img in slot A" >&2; exit 1; }
+# boot.scr's command line for slot A, without its consoles (set below).
+echo "root=PARTUUID=4d4f5244-02 rootfstype=ext4 ro rootwait fsck.repair=yes net.ifnames=0 systemd.show_status=auto rauc.slot=A" >"$work/cmdline.txt"
+echo "   kernel and initramfs from slot A ($(stat -c %s "$work/vmlinuz") and $(stat -c %s "$work/initrd") bytes)"
 
 # Blocks of the Pi 4 that QEMU's raspi4b does not model (QEMU itself already
 # disables pcie, rng200, thermal and genet in the tree it is given). Reading
@@ -166,7 +172,7 @@ boot() { # boot MACHINE N: power on; sets boot_seconds; leaves qemu running
     fi
     # The card: a copy of the image, grown to a power of two.
     cp --sparse=always "$work/image.img" "$work/card-$m.img"
-    truncate -s 4G "$work/card-$m.img"
+    truncate -s 8G "$work/card-$m.img"
   fi
   args="$(tr ' ' '\n' <"$work/cmdline.txt" | grep -v '^console=' | grep . | tr '\n' ' ')"
   args="$args console=ttyAMA0,115200 systemd.debug_shell=ttyAMA0 systemd.mask=serial-getty@ttyAMA0.service systemd.watchdog_sec=off systemd.show_status=yes"
@@ -265,7 +271,7 @@ console_checks() { # console_checks MACHINE N: what systemd and the kernel print
   tr -d '\r' <"$work/console-$m-$n.log" | sed 's/\x1b\[[0-9;]*m//g' >"$c"
   grep -q 'Reached target.*multi-user.target\|Reached target.*Multi-User System' "$c" && ok "$m boot $n: multi-user.target reached in $boot_seconds s: $(grep -m1 'Reached target.*[Mm]ulti-[Uu]ser' "$c" | cut -c1-120)" || bad "$m boot $n: no multi-user.target"
   grep -qE 'EXT4-fs \(mmcblk[0-9]p2\): mounted filesystem .* ro ' "$c" && ok "$m boot $n: root on the emulated SD card, read-only: $(grep -m1 -E 'EXT4-fs \(mmcblk[0-9]p2\): mounted' "$c" | cut -c1-110)" || bad "$m boot $n: root not seen on mmcblk*p2"
-  grep -qE 'EXT4-fs \(mmcblk[0-9]p3\): resized filesystem' "$c" && ok "$m boot $n: data partition grown: $(grep -m1 -E 'EXT4-fs \(mmcblk[0-9]p3\): resized' "$c")" || bad "$m boot $n: data partition not grown"
+  grep -qE 'EXT4-fs \(mmcblk[0-9]p4\): resized filesystem' "$c" && ok "$m boot $n: data partition grown: $(grep -m1 -E 'EXT4-fs \(mmcblk[0-9]p4\): resized' "$c")" || bad "$m boot $n: data partition not grown"
   # systemd shortens long status lines ("masterorder-machine-id.se…"): a
   # unit is matched by the first 18 characters of its name.
   for u in 'masterorder-machine-id.service' 'systemd-journal-flush.service' 'systemd-timesyncd.service' 'avahi-daemon.service' 'masterorder.service'; do
@@ -286,7 +292,7 @@ for m in $MACHINES; do
     ask "$m" "$n" || true
     [ "$(seen target)" = active ] && ok "$m boot $n: multi-user.target reached ($(seen state)) in $boot_seconds s" || bad "$m boot $n: multi-user.target $(seen target)"
     [[ $(seen root) =~ ^/dev/mmcblk[0-9]p2\ ro, ]] && ok "$m boot $n: root file system on the emulated SD card, read-only ($(seen root))" || bad "$m boot $n: root $(seen root)"
-    [[ $(seen data) =~ ^/dev/mmcblk[0-9]p3\  ]] && [ "$(seen data | cut -d' ' -f2)" -gt $((2 * 1024 * 1024 * 1024)) ] && ok "$m boot $n: data partition grown to the card ($(seen data))" || bad "$m boot $n: data $(seen data)"
+    [[ $(seen data) =~ ^/dev/mmcblk[0-9]p4\  ]] && [ "$(seen data | cut -d' ' -f2)" -gt $((2 * 1024 * 1024 * 1024)) ] && ok "$m boot $n: data partition grown to the card ($(seen data))" || bad "$m boot $n: data $(seen data)"
     [ "$(seen 'unit masterorder')" = active ] && ok "$m boot $n: masterorder active; setup page: $(seen setup-page)" || bad "$m boot $n: masterorder $(seen 'unit masterorder')"
     [[ $(seen journal-mount) == *"[/journal]" ]] && ok "$m boot $n: journal on the data partition ($(seen journal-mount)), $(seen boots) boot(s) in it" || bad "$m boot $n: journal mount $(seen journal-mount)"
     if [ "$n" -gt 1 ]; then
