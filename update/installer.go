@@ -37,26 +37,39 @@ func NewInstaller(installer, keyring, slotsFile string, restart func()) Installe
 	if installer == "slots" {
 		return &SlotsInstaller{File: slotsFile, Keyring: keyring, Restart: restart}
 	}
-	return raucInstaller{}
+	return raucInstaller{rebootFile: RebootRequestFile}
+}
+
+// RebootRequestFile is where the image's masterorder-reboot.path looks:
+// MasterOrder runs unprivileged and the image has no polkit, so it asks
+// for the box's restart by making this file (docs/packaging.md).
+const RebootRequestFile = "/var/lib/masterorder/reboot-requested"
+
+// requestReboot makes the file the image's path unit restarts the box for.
+func requestReboot(file, why string) error {
+	if err := os.WriteFile(file, []byte(why+"\n"), 0o644); err != nil {
+		return fmt.Errorf("ask for a restart: %w", err)
+	}
+	return nil
 }
 
 // raucInstaller is the image's: RAUC writes the other slot and sets the
 // boot loader to try it once; `rauc status mark-good` commits it, and a
 // slot never marked good is left by the boot loader at the next boot.
-type raucInstaller struct{}
+type raucInstaller struct{ rebootFile string }
 
 func (raucInstaller) Install(ctx context.Context, bundle string) error {
 	return runTool(ctx, "rauc", "install", bundle)
 }
-func (raucInstaller) Reboot() error { return runTool(context.Background(), "systemctl", "reboot") }
+func (r raucInstaller) Reboot() error { return requestReboot(r.rebootFile, "update installed") }
 func (raucInstaller) Commit() error {
 	return runTool(context.Background(), "rauc", "status", "mark-good")
 }
-func (raucInstaller) Fallback() error {
+func (r raucInstaller) Fallback() error {
 	if err := runTool(context.Background(), "rauc", "status", "mark-bad"); err != nil {
 		return err
 	}
-	return runTool(context.Background(), "systemctl", "reboot")
+	return requestReboot(r.rebootFile, "update not healthy: back to the old slot")
 }
 
 func runTool(ctx context.Context, name string, args ...string) error {
