@@ -25,7 +25,7 @@ func TestClockPrompt(t *testing.T) {
 	b := startBrowser(t)
 	lastKnown := time.Now().Add(-14 * time.Hour)
 	fakes := []*wallclock.Fake{wallclock.NewFake(lastKnown), wallclock.NewFake(lastKnown), wallclock.NewFake(lastKnown)}
-	st := orderstest.Start(t, 3, func(_ int, c *orders.FileConfig) {
+	st := orderstest.StartBefore(t, 3, func(_ int, c *orders.FileConfig) {
 		c.Staff.KitchenPasswordHash = kitchenHash(t)
 		c.Shop.Name = shopName
 	}, func(i int) node.Options {
@@ -33,7 +33,7 @@ func TestClockPrompt(t *testing.T) {
 		o.WallClock, o.ClockSetter = fakes[i].Now, fakes[i]
 		o.ClockSynced = func() bool { return false } // no NTP answers
 		return o
-	}, orders.Options{StaffPasswordHash: passwordHash(t)})
+	}, withUpdates(t), orders.Options{StaffPasswordHash: passwordHash(t)})
 	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, hc: apitest.Client(t, &http.Client{Timeout: 10 * time.Second})}
 	li, _ := s.c.WaitLeader(10 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -34,12 +34,12 @@ func TestFullCardBannerOnRealCard(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", card).Run() })
 	b := startBrowser(t)
-	st0 := orderstest.Start(t, 3, func(i int, c *orders.FileConfig) {
+	st0 := orderstest.StartBefore(t, 3, func(i int, c *orders.FileConfig) {
 		c.Staff.KitchenPasswordHash = kitchenHash(t)
 		if i == 1 {
 			c.NodeConfig.DataDir = card
 		}
-	}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
+	}, nil, withUpdates(t), orders.Options{StaffPasswordHash: passwordHash(t)})
 	s := &store{t: t, c: st0.Cluster, svcs: st0.Svcs, hc: &http.Client{Timeout: 10 * time.Second}}
 	li, _ := s.c.WaitLeader(10 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

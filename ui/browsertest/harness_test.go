@@ -22,9 +22,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"masterorder/api/apitest"
+	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
 	"masterorder/orders/orderstest"
+	"masterorder/update"
 
 	"github.com/google/uuid"
 )
@@ -56,13 +58,13 @@ func startStore(t *testing.T) *store {
 // startStoreWith is startStore with every box's file changed by mutate.
 func startStoreWith(t *testing.T, mutate func(c *orders.FileConfig)) *store {
 	t.Helper()
-	st := orderstest.Start(t, 3, func(_ int, c *orders.FileConfig) {
+	st := orderstest.StartBefore(t, 3, func(_ int, c *orders.FileConfig) {
 		c.Staff.KitchenPasswordHash = kitchenHash(t)
 		c.Shop.Name = shopName
 		if mutate != nil {
 			mutate(c)
 		}
-	}, nil, orders.Options{StaffPasswordHash: passwordHash(t)})
+	}, nil, withUpdates(t), orders.Options{StaffPasswordHash: passwordHash(t)})
 	s := &store{t: t, c: st.Cluster, svcs: st.Svcs, hc: apitest.Client(t, &http.Client{Timeout: 10 * time.Second})}
 	li, _ := s.c.WaitLeader(10 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -76,6 +78,16 @@ func startStoreWith(t *testing.T, mutate func(c *orders.FileConfig)) *store {
 	}
 	s.token = s.login(li)
 	return s
+}
+
+// withUpdates gives each box its updates' routes, as every member has
+// (cli/member.go): the Boxes page asks for them.
+func withUpdates(t *testing.T) func(i int, nd *node.Node) {
+	return func(i int, nd *node.Node) {
+		if _, err := update.New(nd, update.Options{Version: "1.0.0"}); err != nil {
+			t.Fatalf("update on node %d: %v", i, err)
+		}
+	}
 }
 
 func (s *store) url(i int) string { return "http://" + s.c.Configs[i].HTTPAddr }
