@@ -486,7 +486,7 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 // right PIN sent in the same burst after the limit is refused. Without
 // that, a phone firing all 10,000 PINs at once finds the right one.
 func TestConcurrentPINGuessesStopAtTheLimit(t *testing.T) {
-	s := startStore(t, 3, nil)
+	s := startStore(t, 3, patient) // elections under its own burst are not its verdict
 	type tally struct{ wrong, right, locked, other int }
 	burst := func(node int, sessionID, pin string, client func(int) string, n int, rightAt func(int) bool) tally {
 		var mu sync.Mutex
