@@ -59,7 +59,7 @@ func (s *Service) putTimeZone(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	// Idempotent: the same zone applied twice changes nothing more.
-	r, err := s.propose(ctx, CmdShopTimeZone, shopTimeZoneCmd{Zone: in.TimeZone, SetAt: s.wall().UnixMilli()}, true)
+	r, err := s.propose(ctx, CmdShopTimeZone, shopTimeZoneCmd{Zone: in.TimeZone, SetAt: s.node.ClusterWall().UnixMilli()}, true)
 	if err != nil {
 		return s.failErr(c, err)
 	}

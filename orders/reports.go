@@ -160,7 +160,7 @@ func (s *Service) taxRate() int64 { return int64(s.cfg.Shop.TaxRate()) }
 // salesReport serves a report from the local replica.
 func (s *Service) salesReport(c echo.Context) error {
 	loc := s.zone()
-	today := businessDate(s.wall(), loc)
+	today := businessDate(s.node.ClusterWall(), loc)
 	from, to, by := c.QueryParam("from"), c.QueryParam("to"), c.QueryParam("by")
 	if from == "" {
 		from = today
@@ -185,7 +185,7 @@ func (s *Service) salesReport(c echo.Context) error {
 			return err
 		}
 		var spans []daySpan
-		for _, sp := range businessDays(closes, s.wall(), loc) {
+		for _, sp := range businessDays(closes, s.node.ClusterWall(), loc) {
 			if sp.label >= from && sp.label <= to {
 				spans = append(spans, sp)
 			}
@@ -229,7 +229,7 @@ func (s *Service) closeDay(c echo.Context) error {
 		return s.fail(c, http.StatusBadRequest, "INVALID_REQUEST", 0, nil)
 	}
 	loc := s.zone()
-	r, err := s.propose(c.Request().Context(), CmdCloseDay, closeDayCmd{Label: businessDate(s.wall(), loc), Force: force == "true"}, false)
+	r, err := s.propose(c.Request().Context(), CmdCloseDay, closeDayCmd{Label: businessDate(s.node.ClusterWall(), loc), Force: force == "true"}, false)
 	if err != nil {
 		return s.failErr(c, err)
 	}
@@ -249,7 +249,7 @@ func (s *Service) closeDay(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, sp := range businessDays(closes, s.wall(), loc) {
+		for _, sp := range businessDays(closes, s.node.ClusterWall(), loc) {
 			if sp.hi == closed.ClosedIndex {
 				rep, err = buildReport(db, []daySpan{sp}, "item", s.taxRate(), loc)
 				return err

@@ -107,10 +107,6 @@ type Service struct {
 	// cloudStatusFn stands in for the cloud sync status in tests.
 	cloudStatusFn func() CloudSyncStatus
 	pages         func(*echo.Echo, *echo.Group) // Options.Pages
-	// wall is the cluster's wall time (node.ClusterWall: this box's clock
-	// moved forward to the cluster's stamp): what a business day's label
-	// and the console's stamps are read from.
-	wall func() time.Time
 }
 
 // Options configure a Service.
@@ -147,7 +143,6 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 		s.passwordHash = opts.StaffPasswordHash
 	}
 	s.pages = opts.Pages
-	s.wall = n.ClusterWall
 	issuer := &staffauth.Issuer{Secret: secret, TTL: cfg.Staff.TokenTTL.Duration,
 		// Expiry is judged on FSM time, which every node agrees on even
 		// when their wall clocks do not.

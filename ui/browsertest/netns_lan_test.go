@@ -159,29 +159,35 @@ type phone struct {
 	hc      *http.Client
 }
 
+// dialInNS dials from namespace ns, resolving a name (not an address)
+// with resolve, as a device on the store LAN does.
+func dialInNS(ns string, resolve func(ctx context.Context, host string) (net.IP, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if net.ParseIP(host) == nil {
+			ip, err := resolve(ctx, host)
+			if err != nil {
+				return nil, err
+			}
+			addr = net.JoinHostPort(ip.String(), port)
+		}
+		var c net.Conn
+		var derr error
+		if err := inNS(ns, func() { c, derr = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr) }); err != nil {
+			return nil, err
+		}
+		return c, derr
+	}
+}
+
 func newPhone(ns string, resolve func(ctx context.Context, host string) (net.IP, error)) *phone {
 	p := &phone{ns: ns, resolve: resolve}
 	tr := &http.Transport{
 		DisableKeepAlives: true, // every request resolves and connects anew, as after a reload
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			if net.ParseIP(host) == nil {
-				ip, err := p.resolve(ctx, host)
-				if err != nil {
-					return nil, err
-				}
-				addr = net.JoinHostPort(ip.String(), port)
-			}
-			var c net.Conn
-			var derr error
-			if err := inNS(ns, func() { c, derr = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr) }); err != nil {
-				return nil, err
-			}
-			return c, derr
-		},
+		DialContext:       dialInNS(ns, p.resolve),
 	}
 	p.hc = &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	return p

@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -430,25 +429,7 @@ func nameTablet(t *testing.T, caPEM []byte, l *lan, name string, host int) *tabl
 	tr := &http.Transport{
 		DisableKeepAlives: true,
 		TLSClientConfig:   &tls.Config{RootCAs: pool},
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			h, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			if net.ParseIP(h) == nil {
-				ip, err := res.resolve(ctx, h)
-				if err != nil {
-					return nil, err
-				}
-				addr = net.JoinHostPort(ip.String(), port)
-			}
-			var c net.Conn
-			var derr error
-			if err := inNS(ns, func() { c, derr = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr) }); err != nil {
-				return nil, err
-			}
-			return c, derr
-		},
+		DialContext:       dialInNS(ns, res.resolve),
 	}
 	return &tablet{hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 }
