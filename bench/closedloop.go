@@ -49,7 +49,12 @@ type ClosedLoopReport struct {
 
 	// Orders is new orders answered 200 inside the window; OrdersPerSecond
 	// is Orders / MeasuredSeconds; LatencyMs is request → 200 of those.
+	// OrdersTotal is every new order of the run, the warm-up's included;
+	// StopAfterOrders is --orders (the run ended once OrdersTotal reached
+	// it; 0 = the run was timed only).
 	Orders          int     `json:"orders"`
+	OrdersTotal     int     `json:"ordersTotal"`
+	StopAfterOrders int     `json:"stopAfterOrders,omitempty"`
 	OrdersPerSecond float64 `json:"ordersPerSecond"`
 	LatencyMs       Latency `json:"latencyMs"`
 	// Replays is 200 answers marked idempotentReplay inside the window (a
@@ -63,7 +68,10 @@ type ClosedLoopReport struct {
 	DuplicateOrderIDs []int64 `json:"duplicateOrderIds"`
 
 	// Nodes is each node's resources; per order figures divide by Orders.
-	Nodes []NodeUsage `json:"nodes"`
+	// Cluster is the per order figures summed over the nodes: what one
+	// order costs the whole cluster.
+	Nodes   []NodeUsage  `json:"nodes"`
+	Cluster ClusterUsage `json:"cluster"`
 	// Profiles is the CPU profiles written (--cpuprofile DIR).
 	Profiles []string `json:"profiles,omitempty"`
 	Notes    []string `json:"notes"`
@@ -79,16 +87,52 @@ type NodeUsage struct {
 	Source string `json:"source"`
 	// PeakRSSBytes is VmHWM for local nodes (the process's peak since it
 	// started), else the largest process_resident_memory_bytes sampled.
+	// RSSBytes is the resident set at the end of the run, after the last
+	// order was answered (VmRSS, or the last sample of /metrics); with
+	// --orders it is the memory after that many orders.
 	PeakRSSBytes int64 `json:"peakRssBytes"`
+	RSSBytes     int64 `json:"rssBytes"`
 	// WrittenBytes is /proc/PID/io write_bytes (bytes sent to the storage
 	// layer) during the measured window; -1 when unknown.
 	WrittenBytes         int64   `json:"writtenBytes"`
 	WrittenBytesPerOrder float64 `json:"writtenBytesPerOrder"`
 	// CPUSeconds is user + system time during the window (/proc/PID/stat;
-	// -1 unknown), CPUMsPerOrder the same per order: on a shared machine
-	// the steadiest figure of what an order costs.
-	CPUSeconds    float64 `json:"cpuSeconds"`
-	CPUMsPerOrder float64 `json:"cpuMsPerOrder"`
+	// -1 unknown), CPUMicrosPerOrder the same in microseconds per order: on
+	// a shared machine the steadiest figure of what an order costs, as it
+	// does not depend on how much CPU the machine had to give that hour.
+	CPUSeconds        float64 `json:"cpuSeconds"`
+	CPUMicrosPerOrder float64 `json:"cpuMicrosPerOrder"`
+}
+
+// ClusterUsage is the per order figures of every node added up: CPU
+// microseconds and bytes written that one order costs the cluster (-1 when
+// some node's figure is unknown, e.g. against --url nodes).
+type ClusterUsage struct {
+	CPUMicrosPerOrder    float64 `json:"cpuMicrosPerOrder"`
+	WrittenBytesPerOrder float64 `json:"writtenBytesPerOrder"`
+}
+
+// clusterUsage sums the nodes' per order figures.
+func clusterUsage(nodes []NodeUsage) ClusterUsage {
+	c := ClusterUsage{}
+	for _, n := range nodes {
+		if n.CPUSeconds < 0 || c.CPUMicrosPerOrder < 0 {
+			c.CPUMicrosPerOrder = -1
+		} else {
+			c.CPUMicrosPerOrder += n.CPUMicrosPerOrder
+		}
+		if n.WrittenBytes < 0 || c.WrittenBytesPerOrder < 0 {
+			c.WrittenBytesPerOrder = -1
+		} else {
+			c.WrittenBytesPerOrder += n.WrittenBytesPerOrder
+		}
+	}
+	if len(nodes) == 0 {
+		return ClusterUsage{CPUMicrosPerOrder: -1, WrittenBytesPerOrder: -1}
+	}
+	c.CPUMicrosPerOrder = round(c.CPUMicrosPerOrder, 1)
+	c.WrittenBytesPerOrder = round(c.WrittenBytesPerOrder, 0)
+	return c
 }
 
 // OK reports whether the run saw nothing wrong: no order id answered to
@@ -103,6 +147,9 @@ type closedLoop struct {
 
 	measuring atomic.Bool // inside the window
 	orders    atomic.Int64
+	total     atomic.Int64  // new orders of the whole run (warm-up included)
+	reached   chan struct{} // closed once total reaches cfg.Orders (> 0)
+	reachOnce sync.Once
 	replays   atomic.Int64
 	next      atomic.Int64 // round robin over sessions
 
@@ -139,7 +186,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	}
 	// One table per session; the burst window is per session.
 	cfg.Tables = cfg.Sessions
-	cl := &closedLoop{runner: newRunner(cfg), cluster: lc, rejections: map[string]int{}, keyOf: map[int64]string{}}
+	cl := &closedLoop{runner: newRunner(cfg), cluster: lc, rejections: map[string]int{}, keyOf: map[int64]string{}, reached: make(chan struct{})}
 	defer cl.client.CloseIdleConnections()
 
 	t0 := time.Now()
@@ -150,7 +197,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 
 	cl.usage = cl.newUsageProbes()
 	rep := &ClosedLoopReport{RunID: cl.runID, URLs: cfg.URLs, LocalNodes: lc != nil, Concurrency: cfg.Concurrency,
-		Sessions: cfg.Sessions, WarmupSeconds: cfg.Warmup.Seconds(), SetupSeconds: round(setup.Seconds(), 2)}
+		Sessions: cfg.Sessions, WarmupSeconds: cfg.Warmup.Seconds(), SetupSeconds: round(setup.Seconds(), 2), StopAfterOrders: cfg.Orders}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -163,7 +210,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	stopSampling := cl.sampleUsage(runCtx)
 
 	var winStart, winEnd time.Time
-	if sleep(ctx, cfg.Warmup) {
+	if cl.wait(ctx, cfg.Warmup, false) {
 		for _, u := range cl.usage {
 			u.begin()
 		}
@@ -172,7 +219,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		if cfg.CPUProfileDir != "" {
 			rep.Profiles = cl.profile(ctx, cfg.Duration)
 		} else {
-			sleep(ctx, cfg.Duration)
+			cl.wait(ctx, cfg.Duration, cfg.Orders > 0)
 		}
 		cl.measuring.Store(false)
 		winEnd = time.Now()
@@ -189,6 +236,10 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		rep.MeasuredSeconds = round(winEnd.Sub(winStart).Seconds(), 2)
 	}
 	rep.Orders = int(cl.orders.Load())
+	rep.OrdersTotal = int(cl.total.Load())
+	if cfg.Orders > 0 && winStart.IsZero() && ctx.Err() == nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("--orders %d were reached during the warm-up: nothing was measured", cfg.Orders))
+	}
 	if rep.MeasuredSeconds > 0 {
 		rep.OrdersPerSecond = round(float64(rep.Orders)/rep.MeasuredSeconds, 1)
 	}
@@ -201,7 +252,11 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	for _, u := range cl.usage {
 		rep.Nodes = append(rep.Nodes, u.result(rep.Orders))
 	}
-	rep.Notes = append([]string{}, cl.notes...)
+	rep.Cluster = clusterUsage(rep.Nodes)
+	rep.Notes = append(rep.Notes, cl.notes...)
+	if rep.Notes == nil {
+		rep.Notes = []string{}
+	}
 	if ctx.Err() != nil {
 		rep.Notes = append(rep.Notes, "interrupted")
 	}
@@ -319,6 +374,9 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 			cl.lat = append(cl.lat, float64(res.elapsed)/float64(time.Millisecond))
 		}
 		cl.clMu.Unlock()
+		if !a.IdempotentReplay {
+			cl.countTotal()
+		}
 		if counted {
 			if a.IdempotentReplay {
 				cl.replays.Add(1)
@@ -326,6 +384,33 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 				cl.orders.Add(1)
 			}
 		}
+	}
+}
+
+// countTotal counts a new order of the run and ends the run once
+// cfg.Orders is reached.
+func (cl *closedLoop) countTotal() {
+	if n := cl.total.Add(1); cl.cfg.Orders > 0 && n >= int64(cl.cfg.Orders) {
+		cl.reachOnce.Do(func() { close(cl.reached) })
+	}
+}
+
+// wait sleeps d (d = 0 and openEnded: until cfg.Orders are reached), and
+// returns false when ctx ended or cfg.Orders were reached first.
+func (cl *closedLoop) wait(ctx context.Context, d time.Duration, openEnded bool) bool {
+	var timer <-chan time.Time
+	if d > 0 || !openEnded {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-timer:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-cl.reached:
+		return false
 	}
 }
 
@@ -434,7 +519,7 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "closed loop %s: %s\n", r.RunID, where)
 	fmt.Fprintf(w, "  %d callers, %d sessions, setup %.1fs, warm-up %.1fs excluded, measured %.1fs\n",
 		r.Concurrency, r.Sessions, r.SetupSeconds, r.WarmupSeconds, r.MeasuredSeconds)
-	fmt.Fprintf(w, "  orders        %d (%.1f orders/s)\n", r.Orders, r.OrdersPerSecond)
+	fmt.Fprintf(w, "  orders        %d (%.1f orders/s); %d in all, warm-up included\n", r.Orders, r.OrdersPerSecond, r.OrdersTotal)
 	fmt.Fprintf(w, "  latency ms    p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99, r.LatencyMs.Max)
 	fmt.Fprintf(w, "  rejections    %s\n", formatCounts(r.Rejections, ""))
 	fmt.Fprintf(w, "  replays       %d (must be 0)\n", r.Replays)
@@ -446,10 +531,19 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 		}
 		cpu := "n/a"
 		if n.CPUSeconds >= 0 {
-			cpu = fmt.Sprintf("%.2f ms/order", n.CPUMsPerOrder)
+			cpu = fmt.Sprintf("%.0f µs/order", n.CPUMicrosPerOrder)
 		}
-		fmt.Fprintf(w, "  node %s  peak RSS %.1f MiB  written %s  cpu %s  (%s)\n", n.URL, float64(n.PeakRSSBytes)/(1<<20), written, cpu, n.Source)
+		fmt.Fprintf(w, "  node %s  cpu %s  written %s  RSS %.1f MiB at the end, peak %.1f MiB  (%s)\n",
+			n.URL, cpu, written, float64(n.RSSBytes)/(1<<20), float64(n.PeakRSSBytes)/(1<<20), n.Source)
 	}
+	cpu, written := "n/a", "n/a"
+	if r.Cluster.CPUMicrosPerOrder >= 0 {
+		cpu = fmt.Sprintf("%.0f µs/order", r.Cluster.CPUMicrosPerOrder)
+	}
+	if r.Cluster.WrittenBytesPerOrder >= 0 {
+		written = fmt.Sprintf("%.0f B/order", r.Cluster.WrittenBytesPerOrder)
+	}
+	fmt.Fprintf(w, "  cluster       cpu %s  written %s  (the %d nodes summed)\n", cpu, written, len(r.Nodes))
 	for _, p := range r.Profiles {
 		fmt.Fprintf(w, "  cpu profile   %s\n", p)
 	}

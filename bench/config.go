@@ -69,7 +69,11 @@ type Config struct {
 	// itself (Binary, default this executable; files in DataDir, default
 	// a temporary directory). CPUProfileDir, when set, receives each
 	// node's CPU profile of the measured window.
+	// Orders, when above 0, ends the closed loop once that many new orders
+	// were answered in all (the warm-up's included); Duration may then be
+	// 0 (no time limit) or a cap. The report gives each node's RSS then.
 	ClosedLoop    bool
+	Orders        int
 	Sessions      int
 	Warmup        time.Duration
 	CPUProfileDir string
@@ -145,7 +149,7 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: masterorder bench --url URL[,URL...] [flags]")
 		fmt.Fprintln(fs.Output(), "Lunch-peak load against a running cluster: orders/s, latency, replays, duplicates (must be 0), lost (must be 0).")
-		fmt.Fprintln(fs.Output(), "       masterorder bench --closed-loop --concurrency N --duration D [--url URL[,URL...]] [flags]")
+		fmt.Fprintln(fs.Output(), "       masterorder bench --closed-loop --concurrency N (--duration D | --orders N) [--url URL[,URL...]] [flags]")
 		fmt.Fprintln(fs.Output(), "Throughput: N callers back to back, a fresh phone and key per order; without --url on 3 nodes it starts itself.")
 		fs.PrintDefaults()
 	}
@@ -165,6 +169,7 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
 	noProgress := fs.Bool("no-progress", false, "no live progress line on stderr")
 	fs.BoolVar(&cfg.ClosedLoop, "closed-loop", false, "throughput: --concurrency callers each sending the next order as soon as the last is answered, a fresh client id and key per order (without --url: starts 3 local nodes)")
+	fs.IntVar(&cfg.Orders, "orders", 0, "closed loop: end once this many new orders were answered in all, warm-up included (--duration then optional); the report gives each node's RSS after them")
 	fs.IntVar(&cfg.Sessions, "sessions", defaultClosedLoopSessions, "closed loop: table sessions the orders go round (enough that the 1 s burst window never binds)")
 	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "closed loop: orders answered in this first stretch are not counted")
 	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "closed loop: write each node's CPU profile of the measured window into this directory")
@@ -257,8 +262,14 @@ func isConfigError(err error) bool {
 // returns nil only for a run that starts its own nodes (RunClosedLoop
 // validates again once they are up).
 func (c *Config) validateClosedLoop() error {
-	if c.Duration <= 0 {
-		return configErrorf("--closed-loop needs a --duration (got %s)", c.Duration)
+	if c.Orders < 0 {
+		return configErrorf("--orders must not be negative (got %d)", c.Orders)
+	}
+	if c.Duration <= 0 && c.Orders == 0 {
+		return configErrorf("--closed-loop needs a --duration or --orders (got %s)", c.Duration)
+	}
+	if c.CPUProfileDir != "" && c.Duration <= 0 {
+		return configErrorf("--cpuprofile needs a --duration (the profile's length)")
 	}
 	if c.Concurrency < 1 {
 		return configErrorf("--closed-loop needs --concurrency of at least 1 (got %d)", c.Concurrency)

@@ -22,6 +22,7 @@ type usageProbe struct {
 
 	mu          sync.Mutex
 	peakRSS     int64
+	rss         int64 // the last sample (VmRSS for local nodes)
 	wroteBefore int64 // write_bytes at the start of the window (-1 unknown)
 	wrote       int64 // during the window (-1 unknown)
 	cpuBefore   time.Duration
@@ -66,18 +67,22 @@ func (cl *closedLoop) sampleUsage(ctx context.Context) (stop func()) {
 }
 
 func (u *usageProbe) sampleRSS(ctx context.Context) {
-	var rss int64
+	var peak, rss int64
 	var err error
 	if u.pid != 0 {
-		rss, err = procStatusBytes(u.pid, "VmHWM")
+		if peak, err = procStatusBytes(u.pid, "VmHWM"); err == nil {
+			rss, err = procStatusBytes(u.pid, "VmRSS")
+		}
 	} else {
 		rss, err = u.metric(ctx, "process_resident_memory_bytes")
+		peak = rss
 	}
 	if err != nil {
 		return
 	}
 	u.mu.Lock()
-	u.peakRSS = max(u.peakRSS, rss)
+	u.peakRSS = max(u.peakRSS, peak)
+	u.rss = rss
 	u.mu.Unlock()
 }
 
@@ -119,14 +124,14 @@ func (u *usageProbe) read(keep func(w int64, werr error, c time.Duration, cerr e
 func (u *usageProbe) result(orders int) NodeUsage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, WrittenBytes: u.wrote, CPUSeconds: -1}
+	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, RSSBytes: u.rss, WrittenBytes: u.wrote, CPUSeconds: -1}
 	if u.pid != 0 {
 		r.Source = "proc"
 	}
 	if u.cpu >= 0 {
 		r.CPUSeconds = round(u.cpu.Seconds(), 2)
 		if orders > 0 {
-			r.CPUMsPerOrder = round(float64(u.cpu)/float64(time.Millisecond)/float64(orders), 3)
+			r.CPUMicrosPerOrder = round(float64(u.cpu)/float64(time.Microsecond)/float64(orders), 1)
 		}
 	}
 	if u.wrote >= 0 && orders > 0 {
