@@ -5,7 +5,9 @@
 // (Txn(If(CreateRevision(key) == 0)).Then(Put(key, value, lease))) with a
 // fresh key, spread over the members, warm-up excluded. It reports the same
 // figures as the MasterOrder closed loop: puts/s, p50/p95/p99, failures by
-// kind, each member's peak RSS and bytes written (/proc/PID).
+// kind, and per member CPU microseconds and bytes written per put, peak RSS
+// and RSS at the end (/proc/PID), with the per put figures summed over the
+// three members; --json writes the same as JSON (bench/pairs.sh reads it).
 //
 // A measuring tool only, in a module of its own so that the etcd client
 // stays out of the masterorder binary; no test needs it.
@@ -22,6 +24,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -51,8 +54,9 @@ func main() {
 	warmup := flag.Duration("warmup", 5*time.Second, "puts answered in this first stretch are not counted")
 	dataDir := flag.String("data-dir", "", "members' data (default a temporary directory, removed afterwards)")
 	peerTLS := flag.Bool("peer-tls", true, "members talk over mutual TLS (as MasterOrder's Raft does)")
+	jsonPath := flag.String("json", "", "also write the report as JSON to this file")
 	flag.Parse()
-	if err := run(*etcdBin, *conc, *dur, *warmup, *dataDir, *peerTLS); err != nil {
+	if err := run(*etcdBin, *conc, *dur, *warmup, *dataDir, *peerTLS, *jsonPath); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench:", err)
 		os.Exit(1)
 	}
@@ -64,7 +68,46 @@ type member struct {
 	done               chan struct{}
 }
 
-func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bool) error {
+// report is what one run measured; its JSON names match `masterorder
+// bench --closed-loop --json` where the figure is the same (per put for
+// per order).
+type report struct {
+	Etcd            string         `json:"etcd"`
+	PeerTLS         bool           `json:"peerTls"`
+	Concurrency     int            `json:"concurrency"`
+	WarmupSeconds   float64        `json:"warmupSeconds"`
+	MeasuredSeconds float64        `json:"measuredSeconds"`
+	Puts            int64          `json:"puts"`
+	PutsPerSecond   float64        `json:"putsPerSecond"`
+	LatencyMs       latency        `json:"latencyMs"`
+	Failures        map[string]int `json:"failures"`
+	Members         []memberUsage  `json:"members"`
+	// Cluster is the per put figures summed over the members.
+	Cluster struct {
+		CPUMicrosPerPut    float64 `json:"cpuMicrosPerPut"`
+		WrittenBytesPerPut float64 `json:"writtenBytesPerPut"`
+	} `json:"cluster"`
+}
+
+type latency struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+type memberUsage struct {
+	Name               string  `json:"name"`
+	PID                int     `json:"pid"`
+	PeakRSSBytes       int64   `json:"peakRssBytes"`
+	RSSBytes           int64   `json:"rssBytes"`
+	WrittenBytes       int64   `json:"writtenBytes"`
+	WrittenBytesPerPut float64 `json:"writtenBytesPerPut"`
+	CPUSeconds         float64 `json:"cpuSeconds"`
+	CPUMicrosPerPut    float64 `json:"cpuMicrosPerPut"`
+}
+
+func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bool, jsonPath string) error {
 	if conc < 1 || dur <= 0 {
 		return errors.New("--concurrency ≥ 1 and --duration > 0")
 	}
@@ -221,25 +264,48 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 	mu.Lock()
 	defer mu.Unlock()
 	p := percentiles(lat)
+	rep := report{Etcd: etcdVersion(bin), PeerTLS: peerTLS, Concurrency: conc, WarmupSeconds: warmup.Seconds(),
+		MeasuredSeconds: round(el.Seconds(), 2), Puts: puts, PutsPerSecond: round(float64(puts)/el.Seconds(), 1),
+		LatencyMs: latency{round(p[0], 1), round(p[1], 1), round(p[2], 1), round(p[3], 1)}, Failures: failures}
+	for i, m := range ms {
+		pid := m.cmd.Process.Pid
+		u := memberUsage{Name: m.name, PID: pid, WrittenBytes: after[i] - before[i], CPUSeconds: round((cpuAfter[i] - cpuBefore[i]).Seconds(), 2)}
+		u.PeakRSSBytes, _ = procStatus(pid, "VmHWM")
+		u.RSSBytes, _ = procStatus(pid, "VmRSS")
+		if puts > 0 {
+			u.WrittenBytesPerPut = round(float64(u.WrittenBytes)/float64(puts), 0)
+			u.CPUMicrosPerPut = round(float64(cpuAfter[i]-cpuBefore[i])/float64(time.Microsecond)/float64(puts), 1)
+		}
+		rep.Cluster.CPUMicrosPerPut += u.CPUMicrosPerPut
+		rep.Cluster.WrittenBytesPerPut += u.WrittenBytesPerPut
+		rep.Members = append(rep.Members, u)
+	}
+	rep.Cluster.CPUMicrosPerPut = round(rep.Cluster.CPUMicrosPerPut, 1)
 	fmt.Printf("etcd closed loop: 3 members (etcd %s, peers over %s), %d callers, warm-up %s excluded, measured %.1fs\n",
-		etcdVersion(bin), map[bool]string{true: "mutual TLS", false: "plain HTTP"}[peerTLS], conc, warmup, el.Seconds())
-	fmt.Printf("  conditional puts %d (%.1f/s)\n", puts, float64(puts)/el.Seconds())
+		rep.Etcd, map[bool]string{true: "mutual TLS", false: "plain HTTP"}[peerTLS], conc, warmup, el.Seconds())
+	fmt.Printf("  conditional puts %d (%.1f/s)\n", puts, rep.PutsPerSecond)
 	fmt.Printf("  latency ms    p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", p[0], p[1], p[2], p[3])
 	fmt.Printf("  failures      %v\n", failures)
-	for i, m := range ms {
-		hwm, _ := procHWM(m.cmd.Process.Pid)
-		w := after[i] - before[i]
-		per := 0.0
-		if puts > 0 {
-			per = float64(w) / float64(puts)
+	for _, u := range rep.Members {
+		fmt.Printf("  member %s  cpu %.0f µs/put  written %.1f MiB, %.0f B/put  RSS %.1f MiB at the end, peak %.1f MiB\n",
+			u.Name, u.CPUMicrosPerPut, float64(u.WrittenBytes)/(1<<20), u.WrittenBytesPerPut, float64(u.RSSBytes)/(1<<20), float64(u.PeakRSSBytes)/(1<<20))
+	}
+	fmt.Printf("  cluster       cpu %.0f µs/put  written %.0f B/put  (the %d members summed)\n", rep.Cluster.CPUMicrosPerPut, rep.Cluster.WrittenBytesPerPut, len(rep.Members))
+	if jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
 		}
-		cpu := 0.0
-		if puts > 0 {
-			cpu = float64(cpuAfter[i]-cpuBefore[i]) / float64(time.Millisecond) / float64(puts)
+		if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--json: %w", err)
 		}
-		fmt.Printf("  member %s  peak RSS %.1f MiB  written %.1f MiB, %.0f B/put  cpu %.2f ms/put\n", m.name, float64(hwm)/(1<<20), float64(w)/(1<<20), per, cpu)
 	}
 	return nil
+}
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
 }
 
 func errKind(err error) string {
@@ -315,13 +381,14 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
 
-func procHWM(pid int) (int64, error) {
+// procStatus reads a "Key: N kB" line of /proc/PID/status in bytes.
+func procStatus(pid int, key string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
 			f := strings.Fields(v)
 			if len(f) > 0 {
 				n, err := strconv.ParseInt(f[0], 10, 64)
@@ -329,7 +396,7 @@ func procHWM(pid int) (int64, error) {
 			}
 		}
 	}
-	return 0, errors.New("no VmHWM")
+	return 0, errors.New("no " + key)
 }
 
 func freePorts(n int) ([]int, error) {
