@@ -89,7 +89,9 @@ done
 # which node leads differs from run to run).
 jq -r -s --arg duration "$duration" --arg warmup "$warmup" --arg out "$out" '
 def median: sort | if length == 0 then null elif length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
-def r(d): if . == null then "-" else (. * pow(10; d) | round) / pow(10; d) | tostring end;
+def r(d): if . == null then "-" elif d == 0 then round | tostring
+  else (. * pow(10; d) | round) as $n | ($n / pow(10; d) | floor | tostring) + "." +
+    ($n % (pow(10; d) | round) | tostring | if length < d then ("0" * (d - length)) + . else . end) end;
 def nodes: map(r(0)) | join("/");
 def ratio(a; b): if b > 0 then a / b else null end;
 def row(name; e; m; x; y):
