@@ -90,8 +90,11 @@ type NodeUsage struct {
 	// RSSBytes is the resident set at the end of the run, after the last
 	// order was answered (VmRSS, or the last sample of /metrics); with
 	// --orders it is the memory after that many orders.
-	PeakRSSBytes int64 `json:"peakRssBytes"`
-	RSSBytes     int64 `json:"rssBytes"`
+	// HeapInuseBytes is the Go heap in use at the end
+	// (go_memstats_heap_inuse_bytes of /metrics; -1 unknown).
+	PeakRSSBytes   int64 `json:"peakRssBytes"`
+	RSSBytes       int64 `json:"rssBytes"`
+	HeapInuseBytes int64 `json:"heapInuseBytes"`
 	// WrittenBytes is /proc/PID/io write_bytes (bytes sent to the storage
 	// layer) during the measured window; -1 when unknown.
 	WrittenBytes         int64   `json:"writtenBytes"`
@@ -533,8 +536,12 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 		if n.CPUSeconds >= 0 {
 			cpu = fmt.Sprintf("%.0f µs/order", n.CPUMicrosPerOrder)
 		}
-		fmt.Fprintf(w, "  node %s  cpu %s  written %s  RSS %.1f MiB at the end, peak %.1f MiB  (%s)\n",
-			n.URL, cpu, written, float64(n.RSSBytes)/(1<<20), float64(n.PeakRSSBytes)/(1<<20), n.Source)
+		heap := ""
+		if n.HeapInuseBytes >= 0 {
+			heap = fmt.Sprintf(" (Go heap %.1f MiB)", float64(n.HeapInuseBytes)/(1<<20))
+		}
+		fmt.Fprintf(w, "  node %s  cpu %s  written %s  RSS %.1f MiB at the end%s, peak %.1f MiB  (%s)\n",
+			n.URL, cpu, written, float64(n.RSSBytes)/(1<<20), heap, float64(n.PeakRSSBytes)/(1<<20), n.Source)
 	}
 	cpu, written := "n/a", "n/a"
 	if r.Cluster.CPUMicrosPerOrder >= 0 {

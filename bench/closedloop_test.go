@@ -64,7 +64,8 @@ func TestClosedLoopCountsTheWindowOnly(t *testing.T) {
 			t.Errorf("node %d got no order: %v", n, posts)
 		}
 	}
-	if len(rep.Nodes) != opt.nodes || rep.Nodes[0].Source != "metrics" {
+	// The fake serves no process metrics: no RSS, no heap.
+	if len(rep.Nodes) != opt.nodes || rep.Nodes[0].Source != "metrics" || rep.Nodes[0].HeapInuseBytes != -1 {
 		t.Errorf("nodes %+v", rep.Nodes)
 	}
 }
@@ -136,12 +137,12 @@ func TestClosedLoopStopsAfterOrders(t *testing.T) {
 // The per order figures are microseconds and bytes per order per node,
 // and their sum over the nodes; an unknown node makes the sum unknown.
 func TestClosedLoopReportPerOrderFigures(t *testing.T) {
-	u := &usageProbe{base: "http://n1", pid: 7, cpu: 300 * time.Millisecond, wrote: 3_000_000, peakRSS: 90 << 20, rss: 80 << 20}
+	u := &usageProbe{base: "http://n1", pid: 7, cpu: 300 * time.Millisecond, wrote: 3_000_000, peakRSS: 90 << 20, rss: 80 << 20, heapInuse: 12 << 20}
 	n1 := u.result(1000)
-	if n1.CPUMicrosPerOrder != 300 || n1.WrittenBytesPerOrder != 3000 || n1.CPUSeconds != 0.3 || n1.RSSBytes != 80<<20 {
+	if n1.CPUMicrosPerOrder != 300 || n1.WrittenBytesPerOrder != 3000 || n1.CPUSeconds != 0.3 || n1.RSSBytes != 80<<20 || n1.HeapInuseBytes != 12<<20 {
 		t.Fatalf("node figures %+v", n1)
 	}
-	n2 := NodeUsage{URL: "http://n2", Source: "proc", CPUSeconds: 0.25, CPUMicrosPerOrder: 250.4, WrittenBytes: 1, WrittenBytesPerOrder: 1500, RSSBytes: 1 << 20, PeakRSSBytes: 2 << 20}
+	n2 := NodeUsage{URL: "http://n2", Source: "proc", CPUSeconds: 0.25, CPUMicrosPerOrder: 250.4, WrittenBytes: 1, WrittenBytesPerOrder: 1500, RSSBytes: 1 << 20, PeakRSSBytes: 2 << 20, HeapInuseBytes: -1}
 	rep := &ClosedLoopReport{RunID: "r", URLs: []string{"http://n1", "http://n2"}, Orders: 1000, OrdersTotal: 1200, OrdersPerSecond: 100,
 		Nodes: []NodeUsage{n1, n2}, Rejections: map[string]int{}}
 	rep.Cluster = clusterUsage(rep.Nodes)
@@ -151,7 +152,8 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 	var text bytes.Buffer
 	rep.WriteText(&text)
 	for _, want := range []string{
-		"node http://n1  cpu 300 µs/order  written 2.9 MiB, 3000 B/order  RSS 80.0 MiB at the end, peak 90.0 MiB  (proc)",
+		"node http://n1  cpu 300 µs/order  written 2.9 MiB, 3000 B/order  RSS 80.0 MiB at the end (Go heap 12.0 MiB), peak 90.0 MiB  (proc)",
+		"node http://n2  cpu 250 µs/order  written 0.0 MiB, 1500 B/order  RSS 1.0 MiB at the end, peak 2.0 MiB  (proc)",
 		"cluster       cpu 550 µs/order  written 4500 B/order  (the 2 nodes summed)",
 		"1000 (100.0 orders/s); 1200 in all",
 	} {
@@ -171,14 +173,14 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Nodes[0]["cpuMicrosPerOrder"] != 300.0 || back.Nodes[0]["rssBytes"] != float64(80<<20) || back.Cluster["cpuMicrosPerOrder"] != 550.4 || back.Cluster["writtenBytesPerOrder"] != 4500 {
+	if back.Nodes[0]["cpuMicrosPerOrder"] != 300.0 || back.Nodes[0]["rssBytes"] != float64(80<<20) || back.Nodes[0]["heapInuseBytes"] != float64(12<<20) || back.Cluster["cpuMicrosPerOrder"] != 550.4 || back.Cluster["writtenBytesPerOrder"] != 4500 {
 		t.Errorf("JSON %s", b)
 	}
 	if _, old := back.Nodes[0]["cpuMsPerOrder"]; old {
 		t.Errorf("JSON still has cpuMsPerOrder: %s", b)
 	}
 	// Against --url nodes nothing is known of CPU and writes.
-	unknown := (&usageProbe{base: "http://n3", wrote: -1, cpu: -1}).result(10)
+	unknown := (&usageProbe{base: "http://n3", wrote: -1, cpu: -1, heapInuse: -1}).result(10)
 	if c := clusterUsage([]NodeUsage{n1, unknown}); c.CPUMicrosPerOrder != -1 || c.WrittenBytesPerOrder != -1 {
 		t.Errorf("cluster with an unknown node %+v, want -1", c)
 	}

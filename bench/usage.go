@@ -23,6 +23,7 @@ type usageProbe struct {
 	mu          sync.Mutex
 	peakRSS     int64
 	rss         int64 // the last sample (VmRSS for local nodes)
+	heapInuse   int64 // at the end (-1 unknown)
 	wroteBefore int64 // write_bytes at the start of the window (-1 unknown)
 	wrote       int64 // during the window (-1 unknown)
 	cpuBefore   time.Duration
@@ -33,7 +34,7 @@ func (cl *closedLoop) newUsageProbes() []*usageProbe {
 	ps := make([]*usageProbe, len(cl.urls))
 	for i, base := range cl.urls {
 		pid, _ := cl.cluster.pidOf(base)
-		ps[i] = &usageProbe{cl: cl, base: base, pid: pid, wroteBefore: -1, wrote: -1, cpuBefore: -1, cpu: -1}
+		ps[i] = &usageProbe{cl: cl, base: base, pid: pid, wroteBefore: -1, wrote: -1, cpuBefore: -1, cpu: -1, heapInuse: -1}
 	}
 	return ps
 }
@@ -62,8 +63,22 @@ func (cl *closedLoop) sampleUsage(ctx context.Context) (stop func()) {
 		wg.Wait()
 		for _, u := range cl.usage {
 			u.sampleRSS(context.Background())
+			u.sampleHeap(context.Background())
 		}
 	}
+}
+
+// sampleHeap reads the Go heap in use from the node's /metrics (spans
+// holding objects, live or not yet collected): of the RSS at the end, how
+// much is the heap.
+func (u *usageProbe) sampleHeap(ctx context.Context) {
+	h, err := u.metric(ctx, "go_memstats_heap_inuse_bytes")
+	if err != nil {
+		return
+	}
+	u.mu.Lock()
+	u.heapInuse = h
+	u.mu.Unlock()
 }
 
 func (u *usageProbe) sampleRSS(ctx context.Context) {
@@ -124,7 +139,7 @@ func (u *usageProbe) read(keep func(w int64, werr error, c time.Duration, cerr e
 func (u *usageProbe) result(orders int) NodeUsage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, RSSBytes: u.rss, WrittenBytes: u.wrote, CPUSeconds: -1}
+	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, RSSBytes: u.rss, HeapInuseBytes: u.heapInuse, WrittenBytes: u.wrote, CPUSeconds: -1}
 	if u.pid != 0 {
 		r.Source = "proc"
 	}
