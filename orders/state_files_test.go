@@ -62,7 +62,7 @@ func TestSnapshotRestoreAndLogReplayLeaveTheSameFiles(t *testing.T) {
 	// The leader must be a box that compacts its log, or the one away
 	// would catch up from the log.
 	notReplayer := func() int {
-		for {
+		for range 10 {
 			li, l := s.c.WaitLeader(30 * time.Second)
 			if li != replayer {
 				return li
@@ -71,12 +71,17 @@ func TestSnapshotRestoreAndLogReplayLeaveTheSameFiles(t *testing.T) {
 				t.Logf("leadership transfer: %v", err)
 			}
 		}
+		t.Fatal("the replayer kept the leadership through 10 transfers")
+		return -1
 	}
 	li := notReplayer()
 	away := 3 - replayer - li // the third box
 	behind := raftStat(s.c.Nodes[away], "last_log_index")
 	s.c.StopNode(away)
-	for {
+	for round := 0; ; round++ {
+		if round == 20 {
+			t.Fatalf("the leader's log was never compacted past %d", behind)
+		}
 		w.run(40)
 		li = notReplayer()
 		if err := s.c.Nodes[li].Raft().Snapshot().Error(); err != nil {
@@ -101,7 +106,11 @@ func TestSnapshotRestoreAndLogReplayLeaveTheSameFiles(t *testing.T) {
 	s.c.StopNode(replayer)
 	removeFSMFiles(t, s.c.Configs[replayer].DataDir)
 	w.run(6)
-	s.c.StartNode(replayer)
+	target := s.c.Nodes[notReplayer()].FSM().Applied()
+	rn := s.c.StartNode(replayer)
+	// Caught up before more writes: a box that lags past what the leader
+	// keeps would be sent a snapshot.
+	waitTill(t, "the replayer to replay its log", 60*time.Second, func() bool { return rn.FSM().Applied() >= target })
 	w.run(60)
 	w.checkout(5)
 	s.c.WaitConverged(60 * time.Second)
