@@ -78,7 +78,9 @@ func Register(reg *raftfsm.Registry) {
 // and valid, and the coordination KV at its index (register, dispatch.go).
 func registerTable(tab commandTable) {
 	// The gate's memory of the files (admitstate.go), one per table.
-	tab.admit = &admitState{}
+	if tab.admit == nil {
+		tab.admit = &admitState{}
+	}
 	tab.reg.OnApplied(tab.admit.observe)
 	// catalog.go
 	register(tab, CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
