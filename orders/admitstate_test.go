@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +62,7 @@ type admitGen struct {
 	clients  []string
 	keys     []string
 	orders   []int64 // ids answered so far
+	step     int64   // FSM ms between entries (0: random, up to 1.5 s)
 }
 
 func newAdmitGen(seed uint64) *admitGen {
@@ -75,7 +78,11 @@ func newAdmitGen(seed uint64) *admitGen {
 
 func (g *admitGen) entry(t raftfsm.CommandType, v uint8, payload any) *raft.Log {
 	g.index++
-	g.now += int64(g.r.IntN(1500))
+	if g.step > 0 {
+		g.now += g.step
+	} else {
+		g.now += int64(g.r.IntN(1500))
+	}
 	var p []byte
 	switch pv := payload.(type) {
 	case []byte:
@@ -504,4 +511,133 @@ func TestAnUnknownCommandDropsTheAdmissionState(t *testing.T) {
 	if st.built {
 		t.Fatal("an unknown command kept the memory")
 	}
+}
+
+// What the memory keeps is bounded by the windows: once FSM time passed
+// every window, only the order ids (live and archived orders) and the
+// sessions' tables are left; a checkout drops the session's share.
+func TestAdmitStateDropsWhatLapsed(t *testing.T) {
+	st := &admitState{}
+	f := admitOpen(t, t.TempDir(), st, raftfsm.Grouping{})
+	defer f.Close()
+	g := newAdmitGen(5)
+	f.ApplyBatch(g.setup())
+	sess := g.sessions[0]
+	w := Windows{CooldownMs: 3000, BurstMs: 1000, PayloadMs: 30000, IdempotencyMs: 3_600_000}
+	var batch []*raft.Log
+	for i := range 50 {
+		lines := admission.Normalize([]admission.Line{{MenuID: "tea", Quantity: 1 + i}})
+		g.now += 2000 // past the burst window
+		batch = append(batch, g.entry(CmdPlaceOrder, versionOf(CmdPlaceOrder), placeOrderCmd{SessionID: sess, Source: "guest", Node: "a",
+			Items: lines, Fingerprint: admission.Fingerprint(sess, lines), ClientID: fmt.Sprintf("guest-lapse%06d", i),
+			RequestID: fmt.Sprintf("550e8400-e29b-41d4-a716-4466554%05d", i), CandidateID: int64(1000 + i), Windows: w}))
+	}
+	// And the same cart under a new key: a KV key for that key.
+	batch = append(batch, g.entry(CmdPlaceOrder, versionOf(CmdPlaceOrder), placeOrderCmd{SessionID: sess, Source: "guest", Node: "a",
+		Items:       admission.Normalize([]admission.Line{{MenuID: "tea", Quantity: 50}}),
+		Fingerprint: admission.Fingerprint(sess, admission.Normalize([]admission.Line{{MenuID: "tea", Quantity: 50}})),
+		ClientID:    "guest-lapseother", RequestID: "550e8400-e29b-41d4-a716-446655499999", CandidateID: 5, Windows: w}))
+	for i, r := range f.ApplyBatch(batch) {
+		if a := admitAnswer(r); !bytes.Contains([]byte(a), []byte(`"status":200`)) {
+			t.Fatalf("order %d: %s", i, a)
+		}
+	}
+	a := st.sessions[sess]
+	if len(a.byKey) != 50 || len(a.byCart) == 0 || len(st.windows) == 0 {
+		t.Fatalf("the windows are not kept: %d keys, %d carts, %d KV windows", len(a.byKey), len(a.byCart), len(st.windows))
+	}
+	// An hour and more later, one more command of the gate prunes.
+	g.now += 3_700_000
+	f.ApplyBatch([]*raft.Log{g.entry(CmdPlaceOrder, versionOf(CmdPlaceOrder), placeOrderCmd{SessionID: g.sessions[1], Source: "staff", Node: "a",
+		Items: admission.Normalize([]admission.Line{{MenuID: "tea", Quantity: 1}}), Fingerprint: admission.Fingerprint(g.sessions[1], nil),
+		CandidateID: 7, Windows: Windows{}})})
+	if len(a.byKey) != 0 || len(a.byCart) != 0 || len(st.windows) != 0 {
+		t.Fatalf("lapsed entries kept: %d keys, %d carts, %d KV windows", len(a.byKey), len(a.byCart), len(st.windows))
+	}
+	if len(st.ids) != 51 { // 50 orders and the staff one: the same cart replayed
+		t.Fatalf("%d ids in use, want 51", len(st.ids))
+	}
+	// Checkout drops the session.
+	f.ApplyBatch([]*raft.Log{g.entry(CmdCheckout, versionOf(CmdCheckout), checkoutCmd{SessionID: sess, Node: "a"})})
+	if _, kept := st.sessions[sess]; kept {
+		t.Fatal("a closed session is kept")
+	}
+}
+
+// BenchmarkAdmitStateBytesPerOrder is the heap the admission state holds
+// per admitted guest order while its windows are open (the default
+// windows: key 60 min, cart 30 s, cooldown 3 s, burst 1 s), and what is
+// left per order once they lapsed (its id). It measures a copy built
+// from the files beside the one kept (the kept one's maps hold the same).
+//
+//	go test -run '^$' -bench AdmitStateBytesPerOrder -benchtime 20000x ./orders/
+func BenchmarkAdmitStateBytesPerOrder(b *testing.B) {
+	st := &admitState{}
+	f, err := raftfsm.Open(raftfsm.Options{Dir: b.TempDir(), Registry: admitRegistry(st), Migrate: store.Migrate,
+		Logger: slog.New(slog.DiscardHandler), Grouping: raftfsm.Grouping{Delay: time.Hour, Entries: 512}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	g := newAdmitGen(9)
+	f.ApplyBatch(g.setup())
+	const sessions = 64
+	var setup []*raft.Log
+	for range sessions {
+		setup = append(setup, g.open())
+	}
+	f.ApplyBatch(setup)
+	ids := g.sessions[len(g.sessions)-sessions:]
+	w := Windows{CooldownMs: 3000, BurstMs: 1000, PayloadMs: 30000, IdempotencyMs: 3_600_000}
+	logs := make([]*raft.Log, b.N)
+	g.step = 2000 / sessions // each session every 2 s: past its burst
+	for i := range logs {
+		sid := ids[i%sessions]
+		lines := admission.Normalize([]admission.Line{{MenuID: "tea", Quantity: 1 + (i/sessions)%99}, {MenuID: "ramen", Quantity: 1 + (i/sessions/99)%99}})
+		logs[i] = g.entry(CmdPlaceOrder, versionOf(CmdPlaceOrder), placeOrderCmd{SessionID: sid, Source: "guest", Node: "a", Items: lines,
+			Fingerprint: admission.Fingerprint(sid, lines), ClientID: fmt.Sprintf("guest-bytes%08d", i),
+			RequestID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), CandidateID: int64(1 + i), Windows: w,
+			Attempt: fmt.Sprintf("%016x", i)})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 64 {
+		for _, r := range f.ApplyBatch(logs[i:min(i+64, b.N)]) {
+			if a := admitAnswer(r); !strings.Contains(a, `"status":200`) || strings.Contains(a, `"replay":true`) {
+				b.Fatalf("order not admitted: %s", a)
+			}
+		}
+	}
+	b.StopTimer()
+	if err := f.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	// A copy built at now, and one built after every window lapsed.
+	at := func(now int64) *admitState {
+		c := &admitState{}
+		err := f.View(func(btx *bolt.Tx) error {
+			return f.Query(func(db *sql.DB) error {
+				return c.rebuild(&raftfsm.ApplyContext{Now: now, Bolt: btx, DB: db, Epoch: 1}, kv.NewTx(btx, now, 0))
+			})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	h0 := heap()
+	held := at(f.Now())
+	h1 := heap()
+	lapsed := at(f.Now() + 3_700_000)
+	h2 := heap()
+	runtime.KeepAlive(held)
+	runtime.KeepAlive(lapsed)
+	n := float64(b.N)
+	b.ReportMetric(float64(h1-h0)/n, "held-B/order")
+	b.ReportMetric(float64(h2-h1)/n, "lapsed-B/order")
 }
