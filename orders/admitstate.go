@@ -110,7 +110,10 @@ func (s *admitState) ready(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 // drop forgets everything: the next order builds it again.
 func (s *admitState) drop() { s.built = false }
 
-// rebuild reads the memory from the files at ctx.
+// rebuild reads the memory from the files at ctx, through the applying
+// transaction, so it may run in the middle of a group: every write the
+// entries before it made must be readable there by then (a writer that
+// defers rows to the group's commit must flush them before this reads).
 func (s *admitState) rebuild(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 	s.built = false
 	q := ctx.DB
