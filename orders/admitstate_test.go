@@ -304,11 +304,17 @@ func fromFiles(t *testing.T, f *raftfsm.FSM) *admitState {
 }
 
 func TestAdmitStateGivesTheAnswersAndFilesOfARebuildBeforeEveryCommand(t *testing.T) {
+	for _, seed := range []uint64{7, 19} {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { admitAgainstRebuild(t, seed) })
+	}
+}
+
+func admitAgainstRebuild(t *testing.T, seed uint64) {
 	steps := 1500
 	if testing.Short() {
 		steps = 300
 	}
-	g := newAdmitGen(7)
+	g := newAdmitGen(seed)
 	kept, always, grouped := &admitState{}, &admitState{rebuildAlways: true}, &admitState{}
 	dirKept, dirGrouped := t.TempDir(), t.TempDir()
 	fKept := admitOpen(t, dirKept, kept, raftfsm.Grouping{})
