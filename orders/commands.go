@@ -69,7 +69,7 @@ func versionOf(t raftfsm.CommandType) uint8 {
 // Register adds the domain commands to the node's dispatch table, and
 // this build's feature levels (levels.go).
 func Register(reg *raftfsm.Registry) {
-	registerTable(commandTable{reg, versionOf})
+	registerTable(commandTable{reg: reg, maxVersion: versionOf})
 	registerLevels(reg, featureLevels)
 }
 
@@ -77,6 +77,11 @@ func Register(reg *raftfsm.Registry) {
 // an older build's table with it). A handler receives its payload decoded
 // and valid, and the coordination KV at its index (register, dispatch.go).
 func registerTable(tab commandTable) {
+	// The gate's memory of the files (admitstate.go), one per table.
+	if tab.admit == nil {
+		tab.admit = &admitState{}
+	}
+	tab.reg.OnApplied(tab.admit.observe)
 	// catalog.go
 	register(tab, CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
 	register(tab, CmdSetStock, "orders.setStock", applySetStock)
@@ -86,7 +91,7 @@ func registerTable(tab commandTable) {
 	register(tab, CmdCheckoutCancel, "orders.checkoutCancel", applyCheckoutCancel)
 	register(tab, CmdCheckout, "orders.checkout", applyCheckout)
 	// place.go; each node keeps its own menu cache for pricing inside Apply.
-	register(tab, CmdPlaceOrder, "orders.placeOrder", placeOrderWith(&catalog{}))
+	register(tab, CmdPlaceOrder, "orders.placeOrder", placeOrderWith(&catalog{}, tab.admit))
 	// order_status.go
 	register(tab, CmdSetOrderStatus, "orders.setOrderStatus", applySetOrderStatus)
 	// security.go
@@ -96,7 +101,7 @@ func registerTable(tab commandTable) {
 	register(tab, CmdLoginFailure, "orders.loginFailure", applyLoginFailure)
 	register(tab, CmdResetPIN, "orders.resetPIN", applyResetPIN)
 	// housekeeping.go
-	register(tab, CmdHousekeeping, "orders.housekeeping", applyHousekeeping)
+	register(tab, CmdHousekeeping, "orders.housekeeping", housekeepingWith(tab.admit))
 	register(tab, CmdOutboxSynced, "orders.outboxSynced", applyOutboxSynced)
 	// cloud.go, cloud_setting.go, preadmit.go
 	register(tab, CmdCloudState, "orders.cloudState", applyCloudState)

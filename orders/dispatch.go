@@ -24,6 +24,9 @@ type applyFunc[T command] func(ctx *raftfsm.ApplyContext, tx *kv.Tx, c T) ([]byt
 type commandTable struct {
 	reg        *raftfsm.Registry
 	maxVersion func(raftfsm.CommandType) uint8
+	// admit is the registry's admission state (admitstate.go): the
+	// commands that change what it holds keep it (keptBy).
+	admit *admitState
 }
 
 // register adds the handler of command type t: its payload is decoded as a
@@ -31,6 +34,7 @@ type commandTable struct {
 // MALFORMED_COMMAND (never a halt: the entry is committed, every node
 // answers the same).
 func register[T command](tab commandTable, t raftfsm.CommandType, name string, apply applyFunc[T]) {
+	apply = keptBy(tab.admit, t, apply)
 	tab.reg.RegisterVersions(t, name, tab.maxVersion(t), func(ctx *raftfsm.ApplyContext, payload []byte) ([]byte, error) {
 		c, good := decodeCommand[T](ctx.Version, payload)
 		if !good {

@@ -13,21 +13,21 @@ import (
 // of any command (every handler at version 1): an old box in a rolling
 // upgrade.
 func RegisterV1(reg *raftfsm.Registry) {
-	registerTable(commandTable{reg, func(raftfsm.CommandType) uint8 { return 1 }})
+	registerTable(commandTable{reg: reg, maxVersion: func(raftfsm.CommandType) uint8 { return 1 }})
 }
 
 // RegisterGateOld registers an old build of the version gate's era: its
 // table applies version 1 of every command and its one feature level
 // allows exactly that.
 func RegisterGateOld(reg *raftfsm.Registry) {
-	registerTable(commandTable{reg, func(raftfsm.CommandType) uint8 { return 1 }})
+	registerTable(commandTable{reg: reg, maxVersion: func(raftfsm.CommandType) uint8 { return 1 }})
 	registerLevels(reg, []map[raftfsm.CommandType]uint8{{}})
 }
 
 // RegisterGateNew registers the build that follows it: this build's
 // table, whose newer versions a level 2 switches on.
 func RegisterGateNew(reg *raftfsm.Registry) {
-	registerTable(commandTable{reg, versionOf})
+	registerTable(commandTable{reg: reg, maxVersion: versionOf})
 	registerLevels(reg, []map[raftfsm.CommandType]uint8{{}, commandVersions})
 }
 

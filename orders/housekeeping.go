@@ -30,40 +30,46 @@ func keptSince(now, keepMs int64) int64 {
 	return now - keepMs
 }
 
-// applyHousekeeping moves closed sessions' orders into the archive and
-// prunes old audit rows, in bounded steps, so a box that runs for years
-// keeps a bounded live database.
-func applyHousekeeping(ctx *raftfsm.ApplyContext, tx *kv.Tx, c housekeepingCmd) ([]byte, error) {
-	if c.Limit <= 0 || c.Limit > 10000 {
-		c.Limit = 1000
-	}
-	if err := store.StampRetention(ctx.DB, ctx.Now); err != nil {
-		return nil, err
-	}
-	n, err := store.ArchiveClosed(ctx.DB, ctx.WallTime, ctx.Now, c.Limit)
-	if err != nil {
-		return nil, err
-	}
-	pruned, err := store.PruneAudit(ctx.DB, keptSince(ctx.Now, c.AuditKeepMs), c.Limit, store.RetainFSM)
-	if err != nil {
-		return nil, err
-	}
-	archPruned, err := store.PruneArchive(ctx.DB, keptSince(ctx.Now, c.ArchiveKeepMs), c.Limit, store.RetainFSM)
-	if err != nil {
-		return nil, err
-	}
-	if c.AuditBeforeWall > 0 || c.ArchiveBeforeWall > 0 {
-		p, err := store.PruneAudit(ctx.DB, c.AuditBeforeWall, c.Limit, store.RetainWall)
+// housekeepingWith is the housekeeping handler: it moves closed
+// sessions' orders into the archive and prunes old audit rows, in bounded
+// steps, so a box that runs for years keeps a bounded live database; st
+// forgets the order ids it frees.
+func housekeepingWith(st *admitState) applyFunc[housekeepingCmd] {
+	return func(ctx *raftfsm.ApplyContext, tx *kv.Tx, c housekeepingCmd) ([]byte, error) {
+		if c.Limit <= 0 || c.Limit > 10000 {
+			c.Limit = 1000
+		}
+		if err := store.StampRetention(ctx.DB, ctx.Now); err != nil {
+			return nil, err
+		}
+		n, err := store.ArchiveClosed(ctx.DB, ctx.WallTime, ctx.Now, c.Limit)
 		if err != nil {
 			return nil, err
 		}
-		a, err := store.PruneArchive(ctx.DB, c.ArchiveBeforeWall, c.Limit, store.RetainWall)
+		pruned, err := store.PruneAudit(ctx.DB, keptSince(ctx.Now, c.AuditKeepMs), c.Limit, store.RetainFSM)
 		if err != nil {
 			return nil, err
 		}
-		pruned, archPruned = pruned+p, archPruned+a
+		freed, err := store.PruneArchiveIDs(ctx.DB, keptSince(ctx.Now, c.ArchiveKeepMs), c.Limit, store.RetainFSM)
+		if err != nil {
+			return nil, err
+		}
+		st.freed(ctx, freed)
+		archPruned := int64(len(freed))
+		if c.AuditBeforeWall > 0 || c.ArchiveBeforeWall > 0 {
+			p, err := store.PruneAudit(ctx.DB, c.AuditBeforeWall, c.Limit, store.RetainWall)
+			if err != nil {
+				return nil, err
+			}
+			freed, err := store.PruneArchiveIDs(ctx.DB, c.ArchiveBeforeWall, c.Limit, store.RetainWall)
+			if err != nil {
+				return nil, err
+			}
+			st.freed(ctx, freed)
+			pruned, archPruned = pruned+p, archPruned+int64(len(freed))
+		}
+		return ok(map[string]int64{"archived": n, "auditPruned": pruned, "archivePruned": archPruned})
 	}
-	return ok(map[string]int64{"archived": n, "auditPruned": pruned, "archivePruned": archPruned})
 }
 
 type outboxSyncedCmd struct {

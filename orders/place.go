@@ -73,10 +73,13 @@ func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millis
 const placeRowReplayVersion = 5
 
 // placeOrderWith is the placeOrder handler pricing with cat, this node's
-// menu cache.
-func placeOrderWith(cat *catalog) applyFunc[placeOrderCmd] {
+// menu cache, and judging with st, its admission state (admitstate.go).
+func placeOrderWith(cat *catalog, st *admitState) applyFunc[placeOrderCmd] {
 	return func(ctx *raftfsm.ApplyContext, tx *kv.Tx, c placeOrderCmd) ([]byte, error) {
-		return applyPlaceOrder(&placement{ctx: ctx, tx: tx, c: c, audit: store.Audit{At: ctx.WallTime,
+		if err := st.ready(ctx, tx); err != nil {
+			return nil, fmt.Errorf("build the admission state: %w", err)
+		}
+		return applyPlaceOrder(&placement{ctx: ctx, tx: tx, st: st, c: c, audit: store.Audit{At: ctx.WallTime,
 			RequestID: c.RequestID, ClientID: c.ClientID, SessionID: c.SessionID, Node: c.Node}}, cat)
 	}
 }
@@ -102,6 +105,7 @@ func applyPlaceOrder(p *placement, cat *catalog) ([]byte, error) {
 type placement struct {
 	ctx   *raftfsm.ApplyContext
 	tx    *kv.Tx
+	st    *admitState // what the gate reads, in memory; writes go through it
 	c     placeOrderCmd
 	audit store.Audit // the row every outcome writes
 	table string      // the session's table, set by checkSession
@@ -155,9 +159,21 @@ func (p *placement) replayed(r cachedResult, reason string) ([]byte, error) {
 // checkSession is row 3 again, inside Apply: checkout may have closed the
 // session since the node looked.
 func (p *placement) checkSession() ([]byte, error) {
+	if a := p.st.sessions[p.c.SessionID]; a != nil {
+		p.table, p.menuV = a.table, p.st.catalogV
+		return nil, nil
+	}
+	// Not active: only the answer (unknown or closed) is read from the
+	// files, a rejection's path.
 	table, status, menuV, exists, err := store.SessionTable(p.ctx.DB, p.c.SessionID)
 	if err != nil {
 		return nil, err
+	}
+	if exists && status == store.SessionActive {
+		// The memory missed it: it is out of step, build it again.
+		if err := p.st.rebuild(p.ctx, p.tx); err != nil {
+			return nil, err
+		}
 	}
 	if !exists {
 		return p.rejected(http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
@@ -178,7 +194,7 @@ func (p *placement) replayKnownKey() ([]byte, error) {
 	if c.RequestID == "" {
 		return nil, nil
 	}
-	if e, live := p.tx.Get(keyIdem(c.SessionID, c.RequestID)); live {
+	if e, live := p.st.window(keyIdem(c.SessionID, c.RequestID), p.ctx.Now); live {
 		if r, good := decodeCached(e.Value); good {
 			return p.replayKey(r)
 		}
@@ -199,10 +215,7 @@ func (p *placement) rowReplays() (store.Replays, error) {
 		if p.guest() && !p.c.AllowRepeat {
 			fp = p.c.Fingerprint // only a guest's cart has a window (row 11)
 		}
-		r, err := store.FindReplays(p.ctx.DB, p.c.SessionID, p.c.RequestID, fp, p.ctx.Now)
-		if err != nil {
-			return r, err
-		}
+		r := p.st.replays(p.c.SessionID, p.c.RequestID, fp, p.ctx.Now)
 		p.replays = &r
 	}
 	return *p.replays, nil
@@ -227,16 +240,16 @@ func rowCached(r store.Replayed) cachedResult {
 // checkWindows is rows 8–11: cooldown, session lock, burst and the same
 // cart again (the guest's windows; staff meet only the session lock).
 func (p *placement) checkWindows() ([]byte, error) {
-	c, tx, now := p.c, p.tx, p.ctx.Now
+	c, st, now := p.c, p.st, p.ctx.Now
 	guest := p.guest()
 	if guest {
 		// Row 8: the client's cooldown after its last success.
-		if e, live := tx.Get(keyCooldown(c.ClientID)); live {
+		if e, live := st.window(keyCooldown(c.ClientID), now); live {
 			return p.rejected(http.StatusTooManyRequests, "COOLDOWN_ACTIVE", e.ExpiresAt-now, nil)
 		}
 	}
 	// Row 9: checkout holds the session lock.
-	if e, live := tx.Get(keySessionLock(c.SessionID)); live {
+	if e, live := st.window(keySessionLock(c.SessionID), now); live {
 		wait := e.ExpiresAt - now
 		if wait > 5000 {
 			wait = 5000
@@ -247,7 +260,7 @@ func (p *placement) checkWindows() ([]byte, error) {
 		return nil, nil
 	}
 	// Row 10: one order per session per burst window.
-	if e, live := tx.Get(keyBurst(c.SessionID)); live {
+	if e, live := st.window(keyBurst(c.SessionID), now); live {
 		return p.rejected(http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt-now, nil)
 	}
 	// Row 11: the same cart again within the window is the same order,
@@ -255,7 +268,7 @@ func (p *placement) checkWindows() ([]byte, error) {
 	if c.AllowRepeat {
 		return nil, nil
 	}
-	if e, live := tx.Get(keyPayload(c.SessionID, c.Fingerprint)); live {
+	if e, live := st.window(keyPayload(c.SessionID, c.Fingerprint), now); live {
 		r, good := decodeCached(e.Value)
 		if !good {
 			return p.rejected(http.StatusConflict, "DUPLICATE_PAYLOAD", e.ExpiresAt-now, nil)
@@ -278,7 +291,7 @@ func (p *placement) replayCart(r cachedResult) ([]byte, error) {
 	// still replay, never become a second order. No order's row holds
 	// this key, so it is a KV key in every version.
 	if c.RequestID != "" {
-		if err := p.tx.Put(keyIdem(c.SessionID, c.RequestID), encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}, p.ctx.Version), msDuration(c.Windows.IdempotencyMs)); err != nil {
+		if err := p.st.put(p.tx, keyIdem(c.SessionID, c.RequestID), encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: r.Body}, p.ctx.Version), msDuration(c.Windows.IdempotencyMs)); err != nil {
 			return nil, err
 		}
 	}
@@ -327,21 +340,13 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 	if len(unavailable) > 0 {
 		return fail(http.StatusConflict, "OUT_OF_STOCK", unavailable)
 	}
-	// Take the stock, all or nothing; only a short cart reads the levels.
+	// Take the stock, all or nothing, judged on the levels in memory.
 	need := unitsPerSKU(c.Items)
-	taken, err := store.TakeStock(ctx.DB, skusOf(need), unitsOf(need))
-	if err != nil {
-		return pricedCart{}, nil, err
-	}
-	if !taken {
-		short, err := shortSKUs(ctx.DB, need)
-		if err != nil {
-			return pricedCart{}, nil, err
-		}
-		if len(short) == 0 {
-			return pricedCart{}, nil, fmt.Errorf("stock take refused with no sku short: %v", need)
-		}
+	if short := p.st.short(need); len(short) > 0 {
 		return fail(http.StatusConflict, "OUT_OF_STOCK", short)
+	}
+	if err := p.st.takeStock(ctx, need); err != nil {
+		return pricedCart{}, nil, err
 	}
 	return pricedCart{items: items, total: total, lines: lines}, nil, nil
 }
@@ -349,7 +354,7 @@ func (p *placement) priceAndReserve(cat *catalog) (pricedCart, []byte, error) {
 // admit saves an order that passed every row: save it under a free id,
 // cache the answer, start the windows, queue its tickets.
 func (p *placement) admit(cart pricedCart) ([]byte, error) {
-	ctx, tx, c := p.ctx, p.tx, p.c
+	ctx, tx, c, st := p.ctx, p.tx, p.c, p.st
 	var reqID *string
 	if c.RequestID != "" {
 		r := c.RequestID
@@ -358,9 +363,13 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	var ticketNo int64
 	var err error
 	if cart.lines {
-		if ticketNo, err = store.NextTicketNo(ctx.DB); err != nil {
+		// store.NextTicketNo from memory: the same number, the same row.
+		var next store.TicketCounter
+		ticketNo, next = st.ticket.Next()
+		if err := store.WriteTicketCounter(ctx.DB, next, st.ticket.Exists); err != nil {
 			return nil, err
 		}
+		st.ticket = next
 	}
 	order := store.Order{Seq: int64(ctx.Index), SessionID: c.SessionID, TableID: p.table,
 		Status: store.StatusAccepted, Items: cart.items, TotalPrice: cart.total, RequestID: reqID, Source: c.Source, ClientID: c.ClientID,
@@ -372,9 +381,15 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	if inRow {
 		replay = p.orderReplay()
 	}
-	orderID, err := insertOrder(ctx, order, c.CandidateID, replay)
+	orderID, err := insertOrder(ctx, st, order, c.CandidateID, replay)
 	if err != nil {
 		return nil, err
+	}
+	if inRow {
+		if a := st.sessions[c.SessionID]; a != nil {
+			a.add(store.Replayed{OrderID: orderID, RequestID: reqID, TotalPrice: cart.total, TicketNo: ticketNo,
+				Fingerprint: replay.Fingerprint, Attempt: replay.Attempt}, order.Seq, replay.KeyUntil, replay.CartUntil)
+		}
 	}
 	order.OrderID = orderID
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
@@ -382,7 +397,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	if !inRow {
 		cached = encodeCached(cachedResult{Fingerprint: c.Fingerprint, Body: body, Attempt: c.Attempt}, ctx.Version)
 		if c.RequestID != "" {
-			if err := tx.Put(keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
+			if err := st.put(tx, keyIdem(c.SessionID, c.RequestID), cached, msDuration(c.Windows.IdempotencyMs)); err != nil {
 				return nil, err
 			}
 		}
@@ -438,19 +453,19 @@ func kvUntil(now, ms int64) int64 {
 // older version, the cart's window as a KV key (row 11; version 5 keeps
 // it in the order's row and caches nothing).
 func (p *placement) startWindows(cached []byte) error {
-	c, tx := p.c, p.tx
+	c, tx, st := p.c, p.tx, p.st
 	if cached != nil && c.Windows.PayloadMs > 0 {
-		if err := tx.Put(keyPayload(c.SessionID, c.Fingerprint), cached, msDuration(c.Windows.PayloadMs)); err != nil {
+		if err := st.put(tx, keyPayload(c.SessionID, c.Fingerprint), cached, msDuration(c.Windows.PayloadMs)); err != nil {
 			return err
 		}
 	}
 	if c.Windows.CooldownMs > 0 {
-		if err := tx.Put(keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs)); err != nil {
+		if err := st.put(tx, keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs)); err != nil {
 			return err
 		}
 	}
 	if c.Windows.BurstMs > 0 {
-		if err := tx.Put(keyBurst(c.SessionID), nil, msDuration(c.Windows.BurstMs)); err != nil {
+		if err := st.put(tx, keyBurst(c.SessionID), nil, msDuration(c.Windows.BurstMs)); err != nil {
 			return err
 		}
 	}
@@ -493,25 +508,23 @@ func mustJSON(v any) []byte {
 }
 
 // insertOrder saves o under the proposer's random candidate id; on a
-// collision it walks to the next free id, the same way on every node.
-func insertOrder(ctx *raftfsm.ApplyContext, o store.Order, candidate int64, replay store.OrderReplay) (int64, error) {
-	const max = 1<<31 - 1
-	id := candidate
-	if id < 1 || id > max {
-		id = int64(ctx.Index%max) + 1
+// collision it walks to the next free id, the same way on every node (the
+// ids in use are in st's memory: the walk reads no file).
+func insertOrder(ctx *raftfsm.ApplyContext, st *admitState, o store.Order, candidate int64, replay store.OrderReplay) (int64, error) {
+	id, err := st.freeID(ctx, candidate)
+	if err != nil {
+		return 0, err
 	}
-	for i := 0; i < 1_000_000; i++ {
-		o.OrderID = id
-		inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime, replay)
-		if err != nil {
-			return 0, err
-		}
-		if inserted {
-			return id, nil
-		}
-		id = id%max + 1
+	o.OrderID = id
+	inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime, replay)
+	if err != nil {
+		return 0, err
 	}
-	return 0, errOrderIDsExhausted
+	if !inserted {
+		return 0, fmt.Errorf("admission state out of step with the files: order id %d is taken", id)
+	}
+	st.ids[id] = struct{}{}
+	return id, nil
 }
 
 type orderEvent struct {

@@ -81,8 +81,10 @@ type FSM struct {
 	// WaitApplied; waiters counts those waiting, so a batch that ends
 	// while one waits commits at once.
 	pendingLast atomic.Uint64
-	waiters     atomic.Int64
-	commits     atomic.Uint64
+	// epoch is ApplyContext.Epoch (newEpoch).
+	epoch   atomic.Uint64
+	waiters atomic.Int64
+	commits atomic.Uint64
 
 	// level is the cluster's feature level as applied here (level.go).
 	level atomic.Uint32
@@ -149,6 +151,12 @@ func Open(opts Options) (*FSM, error) {
 	return f, nil
 }
 
+// epochs numbers every FSM's epochs in the process (ApplyContext.Epoch).
+var epochs atomic.Uint64
+
+// newEpoch says the files changed other than by applying in order.
+func (f *FSM) newEpoch() { f.epoch.Store(epochs.Add(1)) }
+
 func (f *FSM) openFiles() error {
 	bpath := filepath.Join(f.dir, boltFile)
 	// NoSync: the Raft log is the durable part; the FSM files are rebuilt
@@ -163,6 +171,7 @@ func (f *FSM) openFiles() error {
 		return err
 	}
 	f.bolt, f.sqlW, f.sqlR = bdb, w, r
+	f.newEpoch()
 	f.stmtR = newStmtCache(r)
 	f.stmtW = newStmtCache(w)
 	if err := f.initMeta(); err != nil {
@@ -544,10 +553,14 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) error {
 			return fmt.Errorf("index %d: %s version %d is newer than this node applies (%d): upgrade this node",
 				l.Index, reg.name, cmd.Version, reg.maxVersion)
 		}
-		ctx := &ApplyContext{Index: l.Index, Now: g.now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: g.btx, SQL: g.stx, DB: g.db, fsm: f}
+		ctx := &ApplyContext{Index: l.Index, Now: g.now, WallTime: cmd.WallTime, Version: cmd.Version, Bolt: g.btx, SQL: g.stx, DB: g.db,
+			Epoch: f.epoch.Load(), fsm: f}
 		data, herr := reg.handler(ctx, cmd.Payload)
 		if herr != nil {
 			return fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, herr)
+		}
+		if f.reg.onApplied != nil {
+			f.reg.onApplied(ctx, cmd.Type)
 		}
 		out[i] = Response{Data: data}
 		g.events = append(g.events, ctx.events...)

@@ -85,6 +85,8 @@ func (f *FSM) abortGroupLocked() {
 	g.stx.Rollback()
 	g.btx.Rollback()
 	f.stmtW.prepareWanted()
+	// Handlers' memory may hold the dropped writes.
+	f.newEpoch()
 }
 
 // commitGroupLocked commits the open group and makes it visible: the
@@ -102,6 +104,7 @@ func (f *FSM) commitGroupLocked() error {
 	// for the first time.
 	f.stmtW.prepareWanted()
 	if err != nil {
+		f.newEpoch() // the files may not hold what was applied
 		f.failLocked(err, g.last)
 		return err
 	}

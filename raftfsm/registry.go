@@ -20,6 +20,13 @@ type ApplyContext struct {
 	// DB is SQL with prepared statements cached across batches; use it
 	// for the domain's fixed queries.
 	DB Querier
+	// Epoch names what the files hold as the apply path left them: it
+	// changes whenever they change other than by applying entries in
+	// order (opened, an applied group dropped, a snapshot restored, reset
+	// or repaired), and no two openings of any FSM in the process share
+	// one. A handler's memory built from the files at another epoch is
+	// stale (orders' admission state, docs/architecture.md).
+	Epoch uint64
 
 	events []Event
 	fsm    *FSM // the FSM applying it (its own commands, level.go)
@@ -60,7 +67,17 @@ type Registry struct {
 	// allows (SetFeatureLevels, level.go); zero: level 1, all allowed.
 	top     uint32
 	allowed LevelTable
+	// onApplied hears of every entry a handler applied (OnApplied).
+	onApplied func(ctx *ApplyContext, t CommandType)
 }
+
+// OnApplied installs fn, called on the apply path after each command
+// whatever its type was applied without error, with that command's
+// context: a domain that keeps memory of the files learns which
+// commands, its own or others' (the KV's), may have changed them. fn
+// must be deterministic and must not write. Install it before the FSM
+// applies anything.
+func (r *Registry) OnApplied(fn func(ctx *ApplyContext, t CommandType)) { r.onApplied = fn }
 
 // NewRegistry returns a dispatch table holding only the FSM's own
 // command (the feature level, level.go).

@@ -69,20 +69,29 @@ func PruneAudit(tx DB, before int64, limit int, wall bool) (int64, error) {
 // PruneArchive deletes archived orders (and their closed sessions) older
 // than before.
 func PruneArchive(tx DB, before int64, limit int, wall bool) (int64, error) {
+	ids, err := PruneArchiveIDs(tx, before, limit, wall)
+	return int64(len(ids)), err
+}
+
+// PruneArchiveIDs is PruneArchive answering the ids it freed (the order
+// gate's memory forgets them: orders/admitstate.go).
+func PruneArchiveIDs(tx DB, before int64, limit int, wall bool) ([]int64, error) {
 	if before <= 0 {
-		return 0, nil
+		return nil, nil
 	}
 	archived, closed := "archived_fsm", "closed_fsm"
 	if wall {
 		archived, closed = "archived_at", "closed_at"
 	}
-	res, err := tx.Exec(`DELETE FROM orders_archive WHERE order_id IN (SELECT order_id FROM orders_archive WHERE `+archived+` < ? ORDER BY seq LIMIT ?)`, before, limit)
+	ids, err := queryAll(tx, "prune archive", func(sc rowScanner) (int64, error) {
+		var id int64
+		return id, sc.Scan(&id)
+	}, `DELETE FROM orders_archive WHERE order_id IN (SELECT order_id FROM orders_archive WHERE `+archived+` < ? ORDER BY seq LIMIT ?) RETURNING order_id`, before, limit)
 	if err != nil {
-		return 0, fmt.Errorf("prune archive: %w", err)
+		return nil, err
 	}
-	n, _ := res.RowsAffected()
 	if _, err := tx.Exec(`DELETE FROM sessions WHERE status = ? AND `+closed+` < ? AND session_id NOT IN (SELECT session_id FROM orders) AND session_id NOT IN (SELECT session_id FROM orders_archive)`, SessionClosed, before); err != nil {
-		return 0, fmt.Errorf("prune sessions: %w", err)
+		return nil, fmt.Errorf("prune sessions: %w", err)
 	}
-	return n, nil
+	return ids, nil
 }
