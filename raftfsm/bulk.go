@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"bytes"
 	"database/sql/driver"
 	"fmt"
 	"strings"
@@ -120,13 +121,15 @@ func (b *bulkSet) table(table, cols string, ncols int) (*bulkTable, error) {
 	return t, nil
 }
 
-// queue keeps one row. Values are converted now (a pointer is read at
-// the call, as Exec would), so a caller may reuse what it passed.
+// queue keeps one row. Values are converted and copied now (a pointer is
+// read at the call, as Exec would), so a caller may reuse what it passed.
 func (b *bulkSet) queue(t *bulkTable, args []any) error {
 	for _, a := range args {
-		switch a.(type) {
-		case nil, int64, string, []byte, bool, float64, int:
+		switch v := a.(type) {
+		case nil, int64, string, bool, float64, int:
 			t.args = append(t.args, a)
+		case []byte:
+			t.args = append(t.args, bytes.Clone(v))
 		default:
 			v, err := driver.DefaultParameterConverter.ConvertValue(a)
 			if err != nil {

@@ -326,7 +326,8 @@ func TestCrashBeforeCommitLeavesNoQueuedRow(t *testing.T) {
 }
 
 // QueueInsert refuses a row whose width differs from the first row of
-// its table and columns (a domain bug), before anything is written.
+// its table and columns (a domain bug) and a table name that is not an
+// identifier, and keeps a copy of a blob it queues.
 func TestQueueInsertRefusesAnotherWidth(t *testing.T) {
 	reg := raftfsm.NewRegistry()
 	reg.Register(cmdBulk, "test.bulk", func(ctx *raftfsm.ApplyContext, p []byte) ([]byte, error) {
@@ -342,6 +343,20 @@ func TestQueueInsertRefusesAnotherWidth(t *testing.T) {
 		if err := q.QueueInsert("log; DROP TABLE log", logCols, "k", "v", int64(1)); err == nil {
 			return nil, fmt.Errorf("a table name that is not an identifier was queued")
 		}
+		// A caller may reuse a slice it queued: the row keeps the value
+		// it had when queued.
+		blob := []byte("before")
+		if err := q.QueueInsert("notes", notesCols, "k", blob); err != nil {
+			return nil, err
+		}
+		copy(blob, "after!")
+		var got []byte
+		if err := ctx.DB.QueryRow(`SELECT b FROM notes`).Scan(&got); err != nil {
+			return nil, err
+		}
+		if string(got) != "before" {
+			return nil, fmt.Errorf("the queued blob reads %q, want %q", got, "before")
+		}
 		return nil, nil
 	})
 	f, err := raftfsm.Open(raftfsm.Options{Dir: t.TempDir(), Registry: reg, Migrate: bulkMigrate})
@@ -354,5 +369,38 @@ func TestQueueInsertRefusesAnotherWidth(t *testing.T) {
 	}
 	if n := rowsOf(t, f, `SELECT count(*) FROM log`); n != 1 {
 		t.Fatalf("%d rows, want 1", n)
+	}
+}
+
+// What the queue saves per row: entries that each insert one row into
+// two tables (as an order's audit and outbox rows), in Raft batches of
+// 8 and groups of 256 entries, queued or one statement per row.
+func BenchmarkQueuedRows(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		g    raftfsm.Grouping
+	}{
+		{"queued", raftfsm.Grouping{Delay: time.Hour, Entries: 256}},
+		{"immediate", raftfsm.Grouping{Delay: time.Hour, Entries: 256, Immediate: true}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			f, err := raftfsm.Open(raftfsm.Options{Dir: b.TempDir(), Registry: bulkRegistry(), Migrate: bulkMigrate, Grouping: mode.g})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			logs := make([]*raft.Log, b.N)
+			for i := range logs {
+				logs[i] = bulkEntry(uint64(i+1), bulkCmd{Op: "log", K: "k", N: 1})
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += 8 {
+				f.ApplyBatch(logs[i:min(i+8, b.N)])
+			}
+			if err := f.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }
