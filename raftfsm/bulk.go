@@ -213,10 +213,14 @@ func (b *bulkSet) flush(tx *cachedTx, mask uint64) error {
 		}
 		clear(t.args)
 		t.args, t.rows = t.args[:0], 0
-		b.pending &^= t.bit
 	}
-	if b.pending != 0 && mask == allTables {
-		b.pending = 0 // tables past the 64th share allTables
+	// Tables past the 64th share one bit (allTables): what is still
+	// pending is the tables that hold rows.
+	b.pending = 0
+	for _, t := range b.tables {
+		if t.rows > 0 {
+			b.pending |= t.bit
+		}
 	}
 	return nil
 }
