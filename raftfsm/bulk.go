@@ -36,8 +36,10 @@ import (
 // grouping; only the interleaving between tables moves, which no table's
 // contents depend on. So a queued table must be read and written only
 // through statements that name it: no view, trigger or foreign-key action
-// may reach it (the domain's schema has none), and ApplyContext.SQL (the
-// bare transaction) sees a queued row only after FlushQueued.
+// may reach it (the domain's schema has none), nothing may read
+// last_insert_rowid(), changes() or sqlite_sequence for it, and
+// ApplyContext.SQL (the bare transaction) sees a queued row only after
+// FlushQueued.
 //
 // A flush that fails (a full disk) fails the batch like any write: the
 // group is dropped and the node pauses or halts (pause.go).
