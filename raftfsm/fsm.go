@@ -77,6 +77,7 @@ type FSM struct {
 	grouping Grouping
 	grp      *group // the open group, guarded by applyMu
 	grpGen   uint64
+	bulk     *bulkSet // rows queued by Apply (bulk.go), guarded by applyMu
 	// pendingLast is the newest index in the open group (0: none), for
 	// WaitApplied; waiters counts those waiting, so a batch that ends
 	// while one waits commits at once.
@@ -130,7 +131,8 @@ func Open(opts Options) (*FSM, error) {
 	if err := os.RemoveAll(filepath.Join(opts.Dir, captureDir)); err != nil {
 		return nil, fmt.Errorf("remove stale snapshot copies: %w", err)
 	}
-	f := &FSM{dir: opts.Dir, reg: opts.Registry, migrate: opts.Migrate, log: opts.Logger, advance: make(chan struct{}), grouping: opts.Grouping}
+	f := &FSM{dir: opts.Dir, reg: opts.Registry, migrate: opts.Migrate, log: opts.Logger, advance: make(chan struct{}), grouping: opts.Grouping,
+		bulk: newBulkSet(opts.Grouping.Immediate)}
 	if err := f.openChecked(); err != nil {
 		// Damaged files are set aside and replaced by empty ones at
 		// index 0: the node rebuilds them from snapshot and log.
@@ -558,6 +560,10 @@ func (f *FSM) applyLocked(logs []*raft.Log, out []interface{}) error {
 		data, herr := reg.handler(ctx, cmd.Payload)
 		if herr != nil {
 			return fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, herr)
+		}
+		if g.db.err != nil {
+			// A queued write failed under this handler's statements.
+			return fmt.Errorf("index %d: apply %s: %w", l.Index, reg.name, g.db.err)
 		}
 		if f.reg.onApplied != nil {
 			f.reg.onApplied(ctx, cmd.Type)

@@ -42,6 +42,9 @@ type Grouping struct {
 	Delay time.Duration
 	// Entries commits a group that holds this many entries (0: 1024).
 	Entries int
+	// Immediate writes every row Apply queues (QueueInsert, bulk.go) at
+	// once, one statement per row: what tests compare the queue with.
+	Immediate bool
 }
 
 func (g Grouping) entries() int {
@@ -69,7 +72,7 @@ func (f *FSM) openGroupLocked() (*group, error) {
 	last, now, wall := f.applied, f.now, f.wall
 	f.state.Unlock()
 	f.grpGen++
-	f.grp = &group{btx: btx, stx: stx, db: newCachedTx(stx, f.stmtW), last: last, now: now, wall: wall, gen: f.grpGen}
+	f.grp = &group{btx: btx, stx: stx, db: newCachedTx(stx, f.stmtW, f.bulk), last: last, now: now, wall: wall, gen: f.grpGen}
 	return f.grp, nil
 }
 
@@ -82,6 +85,7 @@ func (f *FSM) abortGroupLocked() {
 	}
 	f.grp = nil
 	f.pendingLast.Store(0)
+	f.bulk.dropAll() // the queued rows go with the group
 	g.stx.Rollback()
 	g.btx.Rollback()
 	f.stmtW.prepareWanted()
@@ -132,6 +136,11 @@ func (f *FSM) commitGroupLocked() error {
 func (f *FSM) commitFiles(g *group) error {
 	defer g.btx.Rollback() // no-op after Commit
 	defer g.stx.Rollback()
+	defer f.bulk.dropAll() // no-op after a flush; a failed one leaves rows
+	// The rows Apply queued (bulk.go) go in the same transaction.
+	if err := g.db.flushAll(); err != nil {
+		return err
+	}
 	meta := g.btx.Bucket(metaBucket)
 	if err := putU64(meta, keyApplied, g.last); err != nil {
 		return err

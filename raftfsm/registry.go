@@ -16,9 +16,15 @@ type ApplyContext struct {
 	WallTime int64  // leader's wall clock (display only)
 	Version  uint8  // command version, for handlers that read old layouts
 	Bolt     *bolt.Tx
-	SQL      *sql.Tx
+	// SQL is the bare transaction: it sees rows queued through DB only
+	// after FlushQueued.
+	SQL *sql.Tx
 	// DB is SQL with prepared statements cached across batches; use it
-	// for the domain's fixed queries.
+	// for the domain's fixed queries. It also offers
+	// QueueInsert(table, cols string, args ...any) error: a row whose
+	// insert Apply needs no answer from, written with others at the
+	// group's commit or before a statement on DB that names the table
+	// (bulk.go).
 	DB Querier
 	// Epoch names what the files hold as the apply path left them: it
 	// changes whenever they change other than by applying entries in
@@ -30,6 +36,15 @@ type ApplyContext struct {
 
 	events []Event
 	fsm    *FSM // the FSM applying it (its own commands, level.go)
+}
+
+// FlushQueued writes the rows queued through DB.QueueInsert now, for
+// code that reads through SQL instead of DB.
+func (c *ApplyContext) FlushQueued() error {
+	if db, ok := c.DB.(*cachedTx); ok {
+		return db.flushAll()
+	}
+	return nil
 }
 
 // Event is something a committed command tells listeners (the kitchen

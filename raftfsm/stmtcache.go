@@ -133,14 +133,74 @@ func (d cachedDB) QueryRow(query string, args ...any) *sql.Row {
 // (stmtCache.prepareWanted), so each query is parsed once per connection,
 // not once per batch: at a few orders per batch the parsing was a third
 // of an order's Apply.
+//
+// It also holds the rows queued by QueueInsert (bulk.go) and writes them
+// before any statement that names their table.
 type cachedTx struct {
 	tx     *sql.Tx
 	parent *stmtCache // nil: prepare per transaction only
 	m      map[string]*sql.Stmt
+	bulk   *bulkSet // nil: nothing is queued
+	err    error    // a failed flush: the group must not commit
 }
 
-func newCachedTx(tx *sql.Tx, parent *stmtCache) *cachedTx {
-	return &cachedTx{tx: tx, parent: parent, m: map[string]*sql.Stmt{}}
+func newCachedTx(tx *sql.Tx, parent *stmtCache, bulk *bulkSet) *cachedTx {
+	return &cachedTx{tx: tx, parent: parent, m: map[string]*sql.Stmt{}, bulk: bulk}
+}
+
+// QueueInsert queues one row of INSERT INTO table(cols) VALUES (args…),
+// written at the group's commit or before a statement that names table
+// (bulk.go); an immediate Exec when queueing is off. Every row of a
+// table and column list has the same number of values.
+func (t *cachedTx) QueueInsert(table, cols string, args ...any) error {
+	if t.err != nil {
+		return t.err
+	}
+	b := t.bulk
+	bt, err := b.table(table, cols, len(args))
+	if err != nil {
+		return err
+	}
+	if b.off {
+		st, err := t.stmt(bt.text(1))
+		if err != nil {
+			return err
+		}
+		_, err = st.Exec(args...)
+		return err
+	}
+	return b.queue(bt, args)
+}
+
+// flushFor writes the queued rows a statement could see or change.
+func (t *cachedTx) flushFor(query string) error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.bulk == nil || t.bulk.pending == 0 {
+		return nil
+	}
+	if err := t.bulk.flush(t, t.bulk.namedBy(query)); err != nil {
+		t.err = err
+		return err
+	}
+	return nil
+}
+
+// flushAll writes every queued row (the group commits, or a handler
+// asked for it).
+func (t *cachedTx) flushAll() error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.bulk == nil {
+		return nil
+	}
+	if err := t.bulk.flush(t, allTables); err != nil {
+		t.err = err
+		return err
+	}
+	return nil
 }
 
 func (t *cachedTx) stmt(query string) (*sql.Stmt, error) {
@@ -163,6 +223,9 @@ func (t *cachedTx) stmt(query string) (*sql.Stmt, error) {
 }
 
 func (t *cachedTx) Exec(query string, args ...any) (sql.Result, error) {
+	if err := t.flushFor(query); err != nil {
+		return nil, err
+	}
 	st, err := t.stmt(query)
 	if err != nil {
 		return nil, err
@@ -171,6 +234,9 @@ func (t *cachedTx) Exec(query string, args ...any) (sql.Result, error) {
 }
 
 func (t *cachedTx) Query(query string, args ...any) (*sql.Rows, error) {
+	if err := t.flushFor(query); err != nil {
+		return nil, err
+	}
 	st, err := t.stmt(query)
 	if err != nil {
 		return nil, err
@@ -179,6 +245,9 @@ func (t *cachedTx) Query(query string, args ...any) (*sql.Rows, error) {
 }
 
 func (t *cachedTx) QueryRow(query string, args ...any) *sql.Row {
+	// A failed flush is kept in t.err: the batch fails after its
+	// handler (applyLocked), whatever this row answers.
+	_ = t.flushFor(query)
 	st, err := t.stmt(query)
 	if err != nil {
 		return t.tx.QueryRow(query, args...)

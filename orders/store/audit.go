@@ -25,14 +25,14 @@ func nullStr(s string) any {
 	return s
 }
 
-// InsertAudit appends an audit row.
+// InsertAudit appends an audit row (inside Apply, the row is queued:
+// queue.go).
 func InsertAudit(tx DB, a Audit) error {
 	var order any
 	if a.OrderID != 0 {
 		order = a.OrderID
 	}
-	_, err := tx.Exec(`INSERT INTO audit(at, request_id, client_id, session_id, order_id, reason_code, idempotent_replay, node, detail) VALUES (?,?,?,?,?,?,?,?,?)`,
-		a.At, nullStr(a.RequestID), nullStr(a.ClientID), nullStr(a.SessionID), order, a.ReasonCode, a.IdempotentReplay, a.Node, a.Detail)
+	err := auditInsert.insert(tx, a.At, nullStr(a.RequestID), nullStr(a.ClientID), nullStr(a.SessionID), order, a.ReasonCode, a.IdempotentReplay, a.Node, a.Detail)
 	if err != nil {
 		return fmt.Errorf("insert audit: %w", err)
 	}

@@ -18,9 +18,10 @@ type OutboxRow struct {
 	Op      string
 }
 
-// InsertOutbox records that an order changed.
+// InsertOutbox records that an order changed (inside Apply, the row is
+// queued: queue.go).
 func InsertOutbox(tx DB, orderID int64, op string) error {
-	if _, err := tx.Exec(`INSERT INTO outbox(order_id, op) VALUES (?,?)`, orderID, op); err != nil {
+	if err := outboxInsert.insert(tx, orderID, op); err != nil {
 		return fmt.Errorf("insert outbox row: %w", err)
 	}
 	return nil

@@ -114,10 +114,10 @@ func PrinterStations(q DB) ([]Printer, error) {
 	return out, rows.Err()
 }
 
-// InsertPrintJob queues a document for a printer.
+// InsertPrintJob queues a document for a printer (inside Apply, the row
+// itself is queued: queue.go).
 func InsertPrintJob(tx DB, printerID string, orderID int64, doc []byte, at int64) error {
-	if _, err := tx.Exec(`INSERT INTO print_jobs(printer_id, order_id, doc, created_at) VALUES (?,?,?,?)`,
-		printerID, orderID, string(doc), at); err != nil {
+	if err := printJobInsert.insert(tx, printerID, orderID, string(doc), at); err != nil {
 		return fmt.Errorf("queue print job: %w", err)
 	}
 	return nil
