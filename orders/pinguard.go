@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"hash"
+	"io"
 	"sync"
 	"time"
 
@@ -204,11 +206,22 @@ func (s *Service) pinAttempt(client, addr, sessionID, pin, want string) (right b
 const headerCredential = "X-Session-Credential"
 
 func (s *Service) sessionCredential(sessionID, pin string) string {
-	m := hmac.New(sha256.New, s.guestKey)
-	m.Write([]byte(sessionID))
+	// One HMAC per order costs its key schedule and two SHA-256 states;
+	// a pooled one is reset to the key's state instead (nothing of the
+	// last session stays in it).
+	m, _ := s.credMACs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, s.guestKey)
+	} else {
+		m.Reset()
+	}
+	io.WriteString(m, sessionID)
 	m.Write([]byte{0})
-	m.Write([]byte(pin))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	io.WriteString(m, pin)
+	var sum [sha256.Size]byte
+	out := base64.RawURLEncoding.EncodeToString(m.Sum(sum[:0]))
+	s.credMACs.Put(m)
+	return out
 }
 
 func (s *Service) validCredential(sess store.Session, cred string) bool {

@@ -102,8 +102,10 @@ type Service struct {
 	// kitchen password's ("" = no kitchen login).
 	passwordHash string
 	kitchenHash  string
-	// guestKey signs session credentials (pinguard.go).
+	// guestKey signs session credentials (pinguard.go); credMACs are
+	// HMACs keyed with it, reset before each use.
 	guestKey []byte
+	credMACs sync.Pool
 	// cloudStatusFn stands in for the cloud sync status in tests.
 	cloudStatusFn func() CloudSyncStatus
 	pages         func(*echo.Echo, *echo.Group) // Options.Pages
