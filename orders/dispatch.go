@@ -75,7 +75,8 @@ type binaryDecoder interface {
 // encodeCommand is cmd's payload at version v.
 func encodeCommand(cmd any, v uint8) ([]byte, error) {
 	if b, binary := cmd.(binaryCommand); binary && v >= b.binaryFrom() {
-		return b.appendBinary(nil), nil
+		// One buffer of a typical order's size, not a doubling from nil.
+		return b.appendBinary(make([]byte, 0, 384)), nil
 	}
 	return json.Marshal(cmd)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -381,9 +382,9 @@ func randomOrderID() int64 {
 // newRequestID names one HTTP request in the command it proposes (staff
 // request ids, order attempts): 128 random bits, hex.
 func newRequestID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return fmt.Sprintf("%x", b)
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:]) // as fmt's %x writes it, without fmt
 }
 
 // newSessionID: 128 random bits, URL-safe.
