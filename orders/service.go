@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -270,8 +269,8 @@ func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, i
 	if err != nil {
 		return Result{}, err
 	}
-	var r Result
-	if err := json.Unmarshal(out, &r); err != nil {
+	r, err := decodeResult(out)
+	if err != nil {
 		return Result{}, fmt.Errorf("decode command result: %w", err)
 	}
 	return r, nil
