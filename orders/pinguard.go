@@ -69,22 +69,6 @@ func parseCount(v []byte) int {
 	return n
 }
 
-// pinSuspect reports whether client or session has recent wrong PINs:
-// then this node catches up before it judges the next attempt. Both
-// counters are read in one view of the replica.
-func (s *Service) pinSuspect(client, sessionID string) bool {
-	ck, sk := keyPINFail("client", client), keyPINFail("session", sessionID)
-	s.pins.mu.Lock()
-	inFlight := s.pins.pending[ck] > 0 || s.pins.pending[sk] > 0
-	s.pins.mu.Unlock()
-	if inFlight {
-		return true
-	}
-	counted := false
-	s.node.KV().Read(func(tx *kv.Tx) { counted = pinCount(tx, ck) > 0 || pinCount(tx, sk) > 0 })
-	return counted
-}
-
 // pinScope is one failure-counter scope and its limit.
 type pinScope struct {
 	name, id string
@@ -103,16 +87,35 @@ func pinScopes(client, addr, sessionID string) []pinScope {
 	return out
 }
 
-// pinCatchUp brings the replica up to the leader's commit index before a
-// PIN is judged. Without a quorum nothing new can commit, so after a short
-// wait the local replica is as good as any.
-func (s *Service) pinCatchUp(ctx context.Context, client, sessionID string) {
-	if !s.pinSuspect(client, sessionID) {
-		return
+// pinLockedCaughtUp reports a live lockout of client or session and how
+// long it has left, as the replica has it after catching up when there is
+// any sign of guessing: a wrong PIN of this node's in flight, or a live
+// failure counter of the client or the session. Then the replica catches
+// up with the leader's commit index before the lockouts are read (without
+// a quorum nothing new can commit, so after a short wait the local
+// replica is as good as any). Sessions nobody mistyped read the counters
+// and the lockouts in one view of the replica.
+func (s *Service) pinLockedCaughtUp(ctx context.Context, client, addr, sessionID string) (time.Duration, bool) {
+	ck, sk := keyPINFail("client", client), keyPINFail("session", sessionID)
+	s.pins.mu.Lock()
+	suspect := s.pins.pending[ck] > 0 || s.pins.pending[sk] > 0
+	s.pins.mu.Unlock()
+	var expiresAt int64
+	locked := false
+	if !suspect {
+		s.node.KV().Read(func(tx *kv.Tx) {
+			if suspect = pinCount(tx, ck) > 0 || pinCount(tx, sk) > 0; !suspect {
+				expiresAt, locked = pinLockIn(tx, pinScopes(client, addr, sessionID))
+			}
+		})
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	s.node.ConsistentRead(ctx)
+	if !suspect {
+		return s.lockWait(expiresAt, locked)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	s.node.ConsistentRead(cctx)
+	cancel()
+	return s.pinLocked(client, addr, sessionID)
 }
 
 // pinLocked reports a live lockout of client or session and how long it
