@@ -34,6 +34,11 @@ type Tx struct {
 	b     *bolt.Tx
 	now   int64
 	index uint64
+	// readKV is the kv bucket of a read-only view once Get opened it: a
+	// read-only bbolt transaction opens a bucket afresh (a search of the
+	// root page and a new Bucket) on every Bucket call, and a guest order
+	// reads several keys per view. A writable one caches its own.
+	readKV *bolt.Bucket
 }
 
 // NewTx wraps a bolt transaction at FSM time now (milliseconds); index is
@@ -69,7 +74,13 @@ func (t *Tx) live(e Entry) bool { return e.ExpiresAt == 0 || e.ExpiresAt > t.now
 
 // Get returns the live entry for key; an expired key is invisible at once.
 func (t *Tx) Get(key string) (Entry, bool) {
-	b := t.b.Bucket(bucketKV)
+	b := t.readKV
+	if b == nil {
+		b = t.b.Bucket(bucketKV)
+		if !t.b.Writable() {
+			t.readKV = b
+		}
+	}
 	if b == nil {
 		return Entry{}, false
 	}

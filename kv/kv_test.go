@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -422,5 +423,50 @@ func TestClientRejectsBadCommands(t *testing.T) {
 	}
 	if _, err := c.SetIfAbsent(ctx, "k", []byte("x"), 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A read-only view reads many keys through the kv bucket it opened once:
+// live, expired and absent keys answer as in a writable transaction, and
+// a view of a file with no KV yet answers nothing.
+func TestReadViewGetsManyKeys(t *testing.T) {
+	db := openBolt(t)
+	view := func(now int64, fn func(tx *kv.Tx)) {
+		t.Helper()
+		if err := db.View(func(b *bolt.Tx) error { fn(kv.NewTx(b, now, 0)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	view(0, func(tx *kv.Tx) {
+		for _, k := range []string{"a", "b"} {
+			if _, ok := tx.Get(k); ok {
+				t.Fatalf("%s found before the KV exists", k)
+			}
+		}
+	})
+	at(t, db, 1000, 7, func(tx *kv.Tx) {
+		must[bool](t)(tx.SetIfAbsent("live", []byte("1"), 0))
+		must[bool](t)(tx.SetIfAbsent("short", []byte("2"), 500*time.Millisecond))
+	})
+	for _, now := range []int64{1000, 1499, 1500} {
+		var written, read []string
+		at(t, db, now, 8, func(tx *kv.Tx) {
+			for _, k := range []string{"live", "short", "none", "live"} {
+				e, ok := tx.Get(k)
+				written = append(written, fmt.Sprint(k, ok, string(e.Value), e.Revision))
+			}
+		})
+		view(now, func(tx *kv.Tx) {
+			for _, k := range []string{"live", "short", "none", "live"} {
+				e, ok := tx.Get(k)
+				read = append(read, fmt.Sprint(k, ok, string(e.Value), e.Revision))
+			}
+		})
+		if fmt.Sprint(written) != fmt.Sprint(read) {
+			t.Fatalf("at %d: a read view answers %v, a writable transaction %v", now, read, written)
+		}
+		if (now < 1500) != strings.Contains(fmt.Sprint(read), "shorttrue") {
+			t.Fatalf("at %d: %v", now, read)
+		}
 	}
 }

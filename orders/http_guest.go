@@ -59,8 +59,7 @@ func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
 	client, addr := pinClient(c), pinAddr(c)
 	// Lockouts are cluster-wide and must hold against concurrent guesses
 	// on any node (pinguard.go).
-	s.pinCatchUp(c.Request().Context(), client, id)
-	if wait, locked := s.pinLocked(client, addr, id); locked {
+	if wait, locked := s.pinLockedCaughtUp(c.Request().Context(), client, addr, id); locked {
 		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", wait, nil)
 	}
 	if sess.Status != store.SessionActive {

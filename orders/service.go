@@ -7,7 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -102,8 +102,10 @@ type Service struct {
 	// kitchen password's ("" = no kitchen login).
 	passwordHash string
 	kitchenHash  string
-	// guestKey signs session credentials (pinguard.go).
+	// guestKey signs session credentials (pinguard.go); credMACs are
+	// HMACs keyed with it, reset before each use.
 	guestKey []byte
+	credMACs sync.Pool
 	// cloudStatusFn stands in for the cloud sync status in tests.
 	cloudStatusFn func() CloudSyncStatus
 	pages         func(*echo.Echo, *echo.Group) // Options.Pages
@@ -267,8 +269,8 @@ func (s *Service) propose(ctx context.Context, t raftfsm.CommandType, cmd any, i
 	if err != nil {
 		return Result{}, err
 	}
-	var r Result
-	if err := json.Unmarshal(out, &r); err != nil {
+	r, err := decodeResult(out)
+	if err != nil {
 		return Result{}, fmt.Errorf("decode command result: %w", err)
 	}
 	return r, nil
@@ -379,9 +381,9 @@ func randomOrderID() int64 {
 // newRequestID names one HTTP request in the command it proposes (staff
 // request ids, order attempts): 128 random bits, hex.
 func newRequestID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return fmt.Sprintf("%x", b)
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:]) // as fmt's %x writes it, without fmt
 }
 
 // newSessionID: 128 random bits, URL-safe.

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -209,11 +208,28 @@ func dedupe(sorted []string) []string {
 }
 
 // Fingerprint is SHA-256 over the session id and the normalized cart.
+//
+// The text hashed is the session id, then per line "\n" menuId "|"
+// quantity "|" toppings joined by "," and the line's extras (extrasKey),
+// built in one buffer and hashed at once (the same digest as written
+// piece by piece, without a string per line).
 func Fingerprint(sessionID string, normalized []Line) string {
-	h := sha256.New()
-	io.WriteString(h, sessionID)
+	var buf [256]byte
+	b := append(buf[:0], sessionID...)
 	for _, l := range normalized {
-		io.WriteString(h, "\n"+l.MenuID+"|"+strconv.Itoa(l.Quantity)+"|"+strings.Join(l.Toppings, ",")+extrasKey(l.Options, l.Note))
+		b = append(b, '\n')
+		b = append(b, l.MenuID...)
+		b = append(b, '|')
+		b = strconv.AppendInt(b, int64(l.Quantity), 10)
+		b = append(b, '|')
+		for i, t := range l.Toppings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, t...)
+		}
+		b = append(b, extrasKey(l.Options, l.Note)...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
