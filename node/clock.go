@@ -189,4 +189,11 @@ func (n *Node) ClockFromManager(wall, stamp int64, index uint64) {
 	}
 	moved := n.wall.Advance(to, from)
 	n.log.Info("a manager set the time", "to", to.UTC().Format(time.RFC3339), "moved", moved, "fresh", from == wallclock.Manager)
+	n.managerClock.Store(index)
 }
+
+// ManagerClockIndex is the log index of the last manager's time this box
+// handled: the FSM wakes readers waiting for an index before its
+// listeners run, so a handler that answers the clock after a tap waits
+// for this to move too.
+func (n *Node) ManagerClockIndex() uint64 { return n.managerClock.Load() }

@@ -117,6 +117,7 @@ type Node struct {
 	clock        leaderClock
 	wall         *wallclock.Keeper // this box's wall clock, forward only (clock.go)
 	startIndex   uint64            // the last log index at start: entries up to it are replays
+	managerClock atomic.Uint64     // the log index of the last manager's time this box handled (ClockFromManager)
 	ready        atomic.Bool       // leader: barrier done and clock set
 	steppingDown atomic.Bool       // a halted leader is handing over (stepDownIfHalted)
 	degraded     atomic.Bool       // the last ReadLocal found no quorum

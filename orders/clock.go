@@ -99,6 +99,7 @@ func (s *Service) setClock(c echo.Context) error {
 	}
 	// Not idempotent: a second apply would be a second (later) tap, which
 	// is harmless, but an unknown outcome is answered, not retried.
+	handled := s.node.ManagerClockIndex()
 	r, err := s.propose(c.Request().Context(), CmdSetClock, cmd, false)
 	if err != nil {
 		return s.failErr(c, err)
@@ -109,6 +110,11 @@ func (s *Service) setClock(c echo.Context) error {
 	// This box applies it (and moves its clock) before it answers.
 	if err := s.consistent(c.Request().Context()); err != nil {
 		return s.failErr(c, err)
+	}
+	// The FSM wakes a reader at the index before its listeners run: wait
+	// (briefly) for this box's clock to have taken the tap too.
+	for deadline := time.Now().Add(2 * time.Second); s.node.ManagerClockIndex() <= handled && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
 	return c.JSON(http.StatusOK, s.node.ClockStatus())
 }

@@ -71,6 +71,8 @@ type box interface {
 	// to a manager's time once the command applied.
 	ClockStatus() node.ClockStatus
 	ClockFromManager(wall, stamp int64, index uint64)
+	// ManagerClockIndex is the index of the last tap ClockFromManager took.
+	ManagerClockIndex() uint64
 }
 
 var _ box = (*node.Node)(nil)
