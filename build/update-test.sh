@@ -100,7 +100,11 @@ power_cut() {
   kill -9 "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true
   qemu_pid=""
 }
-slot_starts() { grep -c 'masterorder: booting slot' "$work/console.log" 2>/dev/null || true; }
+slot_starts() { # 0 also while a new console file does not exist yet
+  local n
+  n=$(grep -c 'masterorder: booting slot' "$work/console.log" 2>/dev/null) || true
+  echo "${n:-0}"
+}
 # wait_up N: until the box answers SSH after the Nth slot start on this
 # console; prints the slot it runs (rauc.slot= of its kernel command line).
 wait_up() {
