@@ -516,11 +516,12 @@ func insertOrder(ctx *raftfsm.ApplyContext, st *admitState, o store.Order, candi
 		return 0, err
 	}
 	o.OrderID = id
-	// The memory holds every id in use, so the row is a plain insert the
-	// FSM writes with others at the group's commit (a taken id would still
-	// fail there, as a constraint error that stops the batch).
-	if err := store.AddOrder(ctx.DB, o, ctx.WallTime, replay); err != nil {
+	inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime, replay)
+	if err != nil {
 		return 0, err
+	}
+	if !inserted {
+		return 0, fmt.Errorf("admission state out of step with the files: order id %d is taken", id)
 	}
 	st.ids[id] = struct{}{}
 	return id, nil

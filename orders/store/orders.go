@@ -41,45 +41,9 @@ func scanOrder(sc rowScanner) (Order, error) {
 // own). createdAt is the leader's wall clock; r is what a resend replays
 // it by (the zero OrderReplay for none, replay.go).
 func InsertOrder(tx DB, o Order, createdAt int64, r OrderReplay) (inserted bool, err error) {
-	args, err := orderRow(o, createdAt, r)
-	if err != nil {
-		return false, err
-	}
-	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no, fingerprint, attempt, key_until, cart_until) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17
-		WHERE NOT EXISTS (SELECT 1 FROM orders_archive WHERE order_id = ?1) ON CONFLICT(order_id) DO NOTHING`, args...)
-	if err != nil {
-		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
-	}
-	return n == 1, nil
-}
-
-// orderInsert is an order's row as InsertOrder writes it, for AddOrder.
-var orderInsert = newRowInsert("orders", orderCols+", ticket_no, fingerprint, attempt, key_until, cart_until")
-
-// AddOrder stores a new order whose id the caller knows to be free (the
-// order gate keeps every id in use, live and archived, in memory): a plain
-// insert, which an Apply queues (queue.go). The row is InsertOrder's. A
-// taken id still fails, as a constraint error when the row is written.
-func AddOrder(tx DB, o Order, createdAt int64, r OrderReplay) error {
-	args, err := orderRow(o, createdAt, r)
-	if err != nil {
-		return err
-	}
-	if err := orderInsert.insert(tx, args...); err != nil {
-		return fmt.Errorf("insert order %d: %w", o.OrderID, err)
-	}
-	return nil
-}
-
-// orderRow is an order's row, in orderInsert's columns.
-func orderRow(o Order, createdAt int64, r OrderReplay) ([]any, error) {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
-		return nil, fmt.Errorf("encode order items: %w", err)
+		return false, fmt.Errorf("encode order items: %w", err)
 	}
 	var client any
 	if o.ClientID != "" {
@@ -89,8 +53,18 @@ func orderRow(o Order, createdAt int64, r OrderReplay) ([]any, error) {
 	if r != (OrderReplay{}) {
 		fp, attempt = r.Fingerprint, r.Attempt
 	}
-	return []any{o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo,
-		fp, attempt, nullIfZero(r.KeyUntil), nullIfZero(r.CartUntil)}, nil
+	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no, fingerprint, attempt, key_until, cart_until) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17
+		WHERE NOT EXISTS (SELECT 1 FROM orders_archive WHERE order_id = ?1) ON CONFLICT(order_id) DO NOTHING`,
+		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo,
+		fp, attempt, nullIfZero(r.KeyUntil), nullIfZero(r.CartUntil))
+	if err != nil {
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
+	}
+	return n == 1, nil
 }
 
 // GetOrder returns a live (not archived) order.
