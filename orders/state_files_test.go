@@ -1,20 +1,16 @@
 package orders_test
 
 import (
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	_ "modernc.org/sqlite"
-
+	"masterorder/internal/filestate"
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
@@ -136,11 +132,15 @@ func TestSnapshotRestoreAndLogReplayLeaveTheSameFiles(t *testing.T) {
 		s.c.StopAll()
 		dumps := make([]string, 3)
 		for i, cfg := range s.c.Configs {
-			dumps[i] = fsmFilesText(t, filepath.Join(cfg.DataDir, "fsm"))
+			text, err := filestate.Read(cfg.DataDir)
+			if err != nil {
+				t.Fatalf("box %d: %v", i, err)
+			}
+			dumps[i] = text
 		}
 		diff := ""
 		for i := 1; i < 3 && diff == ""; i++ {
-			diff = firstLineDiff(dumps[0], dumps[i], i)
+			diff = filestate.Diff(dumps[0], dumps[i], "box 0", fmt.Sprintf("box %d", i))
 		}
 		if diff == "" {
 			t.Logf("the three boxes' files hold the same %d lines (%d bytes)", strings.Count(dumps[0], "\n"), len(dumps[0]))
@@ -319,129 +319,4 @@ func removeFSMFiles(t *testing.T, dataDir string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// fsmFilesText reads a stopped box's FSM files as text: every bbolt
-// bucket (nested ones too), key and value in key order, then every SQLite
-// schema entry, and every table's rows in rowid order with each value's
-// type.
-func fsmFilesText(t *testing.T, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	bdb, err := bolt.Open(filepath.Join(dir, "fsm.bolt"), 0o600, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatalf("open %s: %v", dir, err)
-	}
-	var walk func(path string, bk *bolt.Bucket) error
-	walk = func(path string, bk *bolt.Bucket) error {
-		return bk.ForEach(func(k, v []byte) error {
-			if v == nil {
-				fmt.Fprintf(&b, "bolt bucket %s/%q\n", path, k)
-				return walk(fmt.Sprintf("%s/%q", path, k), bk.Bucket(k))
-			}
-			fmt.Fprintf(&b, "bolt %s %q=%q\n", path, k, v)
-			return nil
-		})
-	}
-	err = bdb.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
-			fmt.Fprintf(&b, "bolt bucket %q\n", name)
-			return walk(fmt.Sprintf("%q", name), bk)
-		})
-	})
-	if cerr := bdb.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatalf("read %s/fsm.bolt: %v", dir, err)
-	}
-
-	db, err := sql.Open("sqlite", filepath.Join(dir, "domain.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
-	if err != nil {
-		t.Fatalf("read %s/domain.sqlite: %v", dir, err)
-	}
-	var tables []string
-	for rows.Next() {
-		var typ, name, tbl, text string
-		if err := rows.Scan(&typ, &name, &tbl, &text); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "sqlite schema %s %s on %s: %s\n", typ, name, tbl, text)
-		if typ == "table" {
-			tables = append(tables, name)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if len(tables) == 0 {
-		t.Fatalf("%s/domain.sqlite has no table", dir)
-	}
-	slices.Sort(tables)
-	for _, tb := range tables {
-		fmt.Fprintf(&b, "sqlite table %s \n", tb)
-		if err := sqliteRowsText(db, tb, &b); err != nil {
-			t.Fatalf("%s/domain.sqlite table %s: %v", dir, tb, err)
-		}
-	}
-	return b.String()
-}
-
-func sqliteRowsText(db *sql.DB, table string, b *strings.Builder) error {
-	q := `"` + strings.ReplaceAll(table, `"`, `""`) + `"`
-	rows, err := db.Query(`SELECT rowid, * FROM ` + q + ` ORDER BY rowid`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return err
-	}
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		b.WriteString("  ")
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteString(" | ")
-			}
-			switch v := v.(type) {
-			case []byte:
-				fmt.Fprintf(b, "blob:%x", v)
-			case string:
-				fmt.Fprintf(b, "text:%q", v)
-			default:
-				fmt.Fprintf(b, "%T:%v", v, v)
-			}
-		}
-		b.WriteByte('\n')
-	}
-	return rows.Err()
-}
-
-// firstLineDiff is "" for equal texts, else where box i first differs
-// from box 0.
-func firstLineDiff(a, b string, i int) string {
-	if a == b {
-		return ""
-	}
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for k := 0; k < len(al) && k < len(bl); k++ {
-		if al[k] != bl[k] {
-			return fmt.Sprintf("box 0 and box %d differ at line %d:\n  %s\n  %s", i, k+1, al[k], bl[k])
-		}
-	}
-	return fmt.Sprintf("box 0 has %d lines, box %d has %d", len(al), i, len(bl))
 }

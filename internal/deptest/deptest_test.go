@@ -91,6 +91,7 @@ var rules = map[string]rule{
 	"orders/printing/printertest":   {why: "a TCP printer for tests", may: []string{"orders/printing/escpos"}},
 	"orders/cloudsync/emulatortest": {why: "the Firestore emulator for tests (leaf)"},
 	"internal/deptest":              {why: "these rules (its code is in test files)"},
+	"internal/filestate":            {why: "a stopped box's FSM files read as comparable text, for tests (leaf)"},
 }
 
 // pkg is what go list says of one package.
