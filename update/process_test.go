@@ -145,6 +145,33 @@ func (l *bootLauncher) kill(hold bool) {
 	}
 }
 
+// term stops the box's process with SIGTERM (a clean stop: the box
+// commits its files and leaves), and waits up to wait for it to be gone;
+// the launcher boots it again from its boot file unless hold keeps it
+// down until release. False: still running after wait.
+func (l *bootLauncher) term(hold bool, wait time.Duration) bool {
+	l.mu.Lock()
+	l.down = hold
+	cmd := l.cmd
+	l.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(wait); ; {
+		l.mu.Lock()
+		gone := l.cmd != cmd
+		l.mu.Unlock()
+		if gone {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (l *bootLauncher) release() {
 	l.mu.Lock()
 	l.down = false
@@ -182,7 +209,10 @@ type store struct {
 	token string
 }
 
-func newStore(t *testing.T, oldBin, keyring, indexURL string) *store {
+// newStore makes three boxes with `init` of oldBin, each booting oldBin
+// from both slots; extraConfig is appended to every box's file (more
+// settings, e.g. a [raft] table) before it starts.
+func newStore(t *testing.T, oldBin, keyring, indexURL string, extraConfig ...string) *store {
 	t.Helper()
 	s := &store{t: t, dir: t.TempDir(), ids: []string{"a", "b", "c"}, http: map[string]string{}, boxes: map[string]*bootLauncher{},
 		cli: apitest.Client(t, &http.Client{Timeout: 10 * time.Second})}
@@ -215,6 +245,9 @@ func newStore(t *testing.T, oldBin, keyring, indexURL string) *store {
 		}
 		fmt.Fprintf(f, "\n[update]\nrelease_index_url = %q\nkeyring = %q\ncompatible = %q\ninstaller = \"slots\"\nslots_file = %q\nbox_timeout = \"3m\"\ntrial_timeout = \"1m\"\nmax_bundle_mb = 256\n",
 			indexURL, keyring, board, bootFile)
+		for _, extra := range extraConfig {
+			fmt.Fprintf(f, "\n%s\n", extra)
+		}
 		f.Close()
 		l := &bootLauncher{t: t, id: id, bootFile: bootFile, config: cfg, log: filepath.Join(s.dir, id+".log"), done: make(chan struct{})}
 		s.boxes[id] = l
