@@ -134,9 +134,7 @@ func TestMixedVersionStoreNeverDiverges(t *testing.T) {
 			t.Fatalf("box %s did not stop within %v of SIGTERM", id, processWait)
 		}
 		s.waitAllReady(processWait)
-		if v := s.versions(t)[id]; v != newVersion {
-			t.Fatalf("box %s runs %q after its restart, want %s", id, v, newVersion)
-		}
+		s.waitVersion(t, id, newVersion)
 		t.Logf("box %s restarted onto %s", id, newVersion)
 		if n == 0 {
 			// Old and new boxes apply the same entries from here.
@@ -280,6 +278,22 @@ func (s *store) versions(t *testing.T) map[string]string {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the update console did not show every box's version within %v", processWait)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitVersion waits until the update console says box id runs version.
+func (s *store) waitVersion(t *testing.T, id, version string) {
+	t.Helper()
+	deadline := time.Now().Add(processWait)
+	for {
+		v := s.versions(t)[id]
+		if v == version {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("box %s runs %q after its restart, want %s", id, v, version)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
