@@ -183,7 +183,7 @@ func TestMixedVersionStoreNeverDiverges(t *testing.T) {
 		}
 	}
 	accepted := watch.acceptedBetween(mixedStart, mixedEnd)
-	t.Logf("mixed versions for %v: log entries %d..%d (%d) applied by old and new boxes alike; %d guest orders accepted by the bench and %d side-load commands answered in that time",
+	t.Logf("mixed versions for %v: log entries %d..%d (%d) applied by old and new boxes alike; %d of the bench's order POSTs answered 200 (new or replayed) and %d side-load commands answered in that time",
 		mixedEnd.Sub(mixedStart).Round(100*time.Millisecond), mixedFrom, mixedTo, mixedTo-mixedFrom, accepted, sideMixed)
 	if mixedTo <= mixedFrom || accepted == 0 {
 		t.Errorf("nothing was applied while the versions were mixed (entries %d..%d, %d orders)", mixedFrom, mixedTo, accepted)
