@@ -46,6 +46,14 @@ type ClosedLoopReport struct {
 	WarmupSeconds   float64 `json:"warmupSeconds"`
 	MeasuredSeconds float64 `json:"measuredSeconds"`
 	SetupSeconds    float64 `json:"setupSeconds"`
+	// Addressing is where the orders were sent: "leader" (--leader-only:
+	// every order to the Raft leader, as guests' phones reach the store by
+	// its name) or "spread" (round robin over the nodes: a follower
+	// forwards its share to the leader). Figures of the two are not
+	// comparable. Leaders is, with "leader", every node orders were sent
+	// to as the leader, in turn (more than one: the leader changed).
+	Addressing string   `json:"addressing"`
+	Leaders    []string `json:"leaders,omitempty"`
 
 	// Orders is new orders answered 200 inside the window; OrdersPerSecond
 	// is Orders / MeasuredSeconds; LatencyMs is request → 200 of those.
@@ -105,6 +113,14 @@ type NodeUsage struct {
 	// does not depend on how much CPU the machine had to give that hour.
 	CPUSeconds        float64 `json:"cpuSeconds"`
 	CPUMicrosPerOrder float64 `json:"cpuMicrosPerOrder"`
+	// GuestOrders is the guest orders this node admitted during the run,
+	// warm-up included (its own masterorder_orders_admitted_total, source
+	// guest: counted where the order arrived, forwarded or not), and
+	// Forwarded the proposals it forwarded to the leader meanwhile
+	// (masterorder_forwarded_proposals_total): which node the orders
+	// reached, by the nodes' own count. -1 when unknown.
+	GuestOrders int64 `json:"guestOrders"`
+	Forwarded   int64 `json:"forwarded"`
 }
 
 // ClusterUsage is the per order figures of every node added up: CPU
@@ -147,6 +163,7 @@ type closedLoop struct {
 	*runner
 	cluster *localCluster // nil against --url nodes
 	usage   []*usageProbe
+	leader  *leaderTracker // --leader-only; nil: spread
 
 	measuring atomic.Bool // inside the window
 	orders    atomic.Int64
@@ -198,13 +215,28 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	}
 	setup := time.Since(t0)
 
+	addressing := "spread"
+	if cfg.LeaderOnly {
+		addressing = "leader"
+		cl.leader = newLeaderTracker(cl.runner, cfg.leaderRecheck)
+		if _, err := cl.leader.resolve(ctx, 0, cl.replicationWait); err != nil {
+			return nil, fmt.Errorf("bench setup: --leader-only: %w", err)
+		}
+	}
+
 	cl.usage = cl.newUsageProbes()
 	rep := &ClosedLoopReport{RunID: cl.runID, URLs: cfg.URLs, LocalNodes: lc != nil, Concurrency: cfg.Concurrency,
-		Sessions: cfg.Sessions, WarmupSeconds: cfg.Warmup.Seconds(), SetupSeconds: round(setup.Seconds(), 2), StopAfterOrders: cfg.Orders}
+		Sessions: cfg.Sessions, WarmupSeconds: cfg.Warmup.Seconds(), SetupSeconds: round(setup.Seconds(), 2), StopAfterOrders: cfg.Orders,
+		Addressing: addressing}
+	cl.readCounters(ctx, (*usageProbe).countersBegin)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopProgress := cl.startClosedProgress()
+	stopWatching := func() {}
+	if cl.leader != nil {
+		stopWatching = cl.leader.watch(runCtx)
+	}
 	var wg sync.WaitGroup
 	for i := range cfg.Concurrency {
 		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
@@ -232,8 +264,13 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	}
 	cancel()
 	wg.Wait()
+	stopWatching()
 	stopSampling()
 	stopProgress()
+	cl.readCounters(ctx, (*usageProbe).countersEnd)
+	if cl.leader != nil {
+		rep.Leaders = cl.leader.leaders()
+	}
 
 	if !winStart.IsZero() {
 		rep.MeasuredSeconds = round(winEnd.Sub(winStart).Seconds(), 2)
@@ -328,10 +365,15 @@ feed:
 }
 
 // caller is one closed-loop client: the next order as soon as the last one
-// was answered, spread over the nodes.
+// was answered, spread over the nodes, or with --leader-only to the
+// leader (after a refusal it asks which node leads now before waiting).
 func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 	node := idx % len(cl.urls)
+	var seen uint64 // the leader search node came from
 	for ctx.Err() == nil {
+		if cl.leader != nil {
+			node, seen = cl.leader.current()
+		}
 		t := cl.tables[int(cl.next.Add(1)-1)%len(cl.tables)]
 		cart, allowRepeat := t.claimCart(func() []line { return randomCart(rng, cl.items) })
 		body := orderBody{Items: cart, ExpectedTotal: cartTotal(cart, cl.items), AllowRepeat: allowRepeat}
@@ -349,14 +391,16 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 			if counted {
 				cl.rejectCL("NETWORK_ERROR")
 			}
-			sleep(ctx, 50*time.Millisecond)
+			if !cl.followLeader(ctx, seen) {
+				sleep(ctx, 50*time.Millisecond)
+			}
 			continue
 		}
 		if res.status != http.StatusOK {
 			if counted {
 				cl.rejectCL(res.reasonOrStatus())
 			}
-			if res.status >= 500 {
+			if res.status >= 500 && !cl.followLeader(ctx, seen) {
 				sleep(ctx, waitFor(res, 50*time.Millisecond))
 			}
 			continue
@@ -388,6 +432,31 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 			}
 		}
 	}
+}
+
+// followLeader, after a refusal with --leader-only, searches for the
+// leader again (once for every caller refused by the same leader) and
+// reports whether it is now another node: then the order goes there at
+// once, as a phone's next request through the store's name would.
+func (cl *closedLoop) followLeader(ctx context.Context, seen uint64) bool {
+	if cl.leader == nil {
+		return false
+	}
+	changed, err := cl.leader.resolve(ctx, seen, leaderResolveWait)
+	if err != nil && ctx.Err() == nil {
+		cl.note("--leader-only: " + err.Error() + "; orders went on to the last leader meanwhile")
+	}
+	return changed
+}
+
+// readCounters reads every node's order counters at once (the start or the
+// end of the run).
+func (cl *closedLoop) readCounters(ctx context.Context, read func(*usageProbe, context.Context)) {
+	var wg sync.WaitGroup
+	for _, u := range cl.usage {
+		wg.Go(func() { read(u, ctx) })
+	}
+	wg.Wait()
 }
 
 // countTotal counts a new order of the run and ends the run once
@@ -522,6 +591,7 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "closed loop %s: %s\n", r.RunID, where)
 	fmt.Fprintf(w, "  %d callers, %d sessions, setup %.1fs, warm-up %.1fs excluded, measured %.1fs\n",
 		r.Concurrency, r.Sessions, r.SetupSeconds, r.WarmupSeconds, r.MeasuredSeconds)
+	fmt.Fprintf(w, "  addressing    %s\n", r.addressingText())
 	fmt.Fprintf(w, "  orders        %d (%.1f orders/s); %d in all, warm-up included\n", r.Orders, r.OrdersPerSecond, r.OrdersTotal)
 	fmt.Fprintf(w, "  latency ms    p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99, r.LatencyMs.Max)
 	fmt.Fprintf(w, "  rejections    %s\n", formatCounts(r.Rejections, ""))
@@ -540,8 +610,15 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 		if n.HeapInuseBytes >= 0 {
 			heap = fmt.Sprintf(" (Go heap %.1f MiB)", float64(n.HeapInuseBytes)/(1<<20))
 		}
-		fmt.Fprintf(w, "  node %s  cpu %s  written %s  RSS %.1f MiB at the end%s, peak %.1f MiB  (%s)\n",
-			n.URL, cpu, written, float64(n.RSSBytes)/(1<<20), heap, float64(n.PeakRSSBytes)/(1<<20), n.Source)
+		counts := ""
+		if n.GuestOrders >= 0 {
+			counts = fmt.Sprintf("  guest orders admitted %d", n.GuestOrders)
+		}
+		if n.Forwarded >= 0 {
+			counts += fmt.Sprintf("  forwarded %d", n.Forwarded)
+		}
+		fmt.Fprintf(w, "  node %s  cpu %s  written %s  RSS %.1f MiB at the end%s, peak %.1f MiB  (%s)%s\n",
+			n.URL, cpu, written, float64(n.RSSBytes)/(1<<20), heap, float64(n.PeakRSSBytes)/(1<<20), n.Source, counts)
 	}
 	cpu, written := "n/a", "n/a"
 	if r.Cluster.CPUMicrosPerOrder >= 0 {
@@ -557,6 +634,24 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
+}
+
+// addressingText says where the orders went, for the text report.
+func (r *ClosedLoopReport) addressingText() string {
+	switch r.Addressing {
+	case "leader":
+		s := "leader: every order to the Raft leader, as phones reach the store by its name (--leader-only)"
+		if len(r.Leaders) > 0 {
+			s += "; leader " + strings.Join(r.Leaders, ", then ")
+		}
+		if len(r.Leaders) > 1 {
+			s += fmt.Sprintf(" (changed %d× during the run)", len(r.Leaders)-1)
+		}
+		return s
+	case "spread":
+		return fmt.Sprintf("spread: round robin over the %d nodes, each follower forwarding its share to the leader (--leader-only sends them all to the leader)", len(r.URLs))
+	}
+	return r.Addressing
 }
 
 // WriteJSONFile writes the report as JSON to path (--json).

@@ -9,7 +9,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +70,199 @@ func TestClosedLoopCountsTheWindowOnly(t *testing.T) {
 	if len(rep.Nodes) != opt.nodes || rep.Nodes[0].Source != "metrics" || rep.Nodes[0].HeapInuseBytes != -1 {
 		t.Errorf("nodes %+v", rep.Nodes)
 	}
+	// Spread: by the nodes' own counters every node took orders, and the
+	// followers forwarded theirs.
+	if rep.Addressing != "spread" || rep.Leaders != nil || !strings.Contains(text.String(), "addressing    spread: round robin over the 3 nodes") {
+		t.Errorf("addressing %q, leaders %v", rep.Addressing, rep.Leaders)
+	}
+	admitted := int64(0)
+	for i, n := range rep.Nodes {
+		admitted += n.GuestOrders
+		if n.GuestOrders <= 0 || (i != opt.leader && n.Forwarded != n.GuestOrders) || (i == opt.leader && n.Forwarded != 0) {
+			t.Errorf("node %d admitted %d guest orders, forwarded %d", i, n.GuestOrders, n.Forwarded)
+		}
+	}
+	// Read once the callers stopped: an order cut off then may still be
+	// admitted afterwards.
+	if placed := int64(fake.orderCount()); admitted < int64(rep.OrdersTotal) || admitted > placed {
+		t.Errorf("the nodes admitted %d guest orders, the report has %d, the store holds %d", admitted, rep.OrdersTotal, placed)
+	}
+}
+
+// runLeaderOnly runs a closed loop with --leader-only against fake,
+// every exchange checked against the contract.
+func runLeaderOnly(t *testing.T, fake *fakeStore, orders int) *ClosedLoopReport {
+	t.Helper()
+	cfg := testConfig(fake.urls())
+	cfg.ClosedLoop = true
+	cfg.LeaderOnly = true
+	cfg.Concurrency = 4
+	cfg.Sessions = 400
+	cfg.Warmup = 100 * time.Millisecond
+	cfg.Duration = 0
+	cfg.Orders = orders
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg.Transport = func(rt http.RoundTripper) http.RoundTripper { return apitest.Wrap(t, rt) }
+	rep, err := RunClosedLoop(ctx, cfg)
+	if err != nil {
+		t.Fatalf("RunClosedLoop: %v", err)
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	t.Log(text.String())
+	if ctx.Err() != nil {
+		t.Fatal("the run did not end at --orders")
+	}
+	if !rep.OK() || rep.OrdersTotal < orders {
+		t.Fatalf("orders %d in all, replays %d, duplicates %v", rep.OrdersTotal, rep.Replays, rep.DuplicateOrderIDs)
+	}
+	if rep.Addressing != "leader" || !strings.Contains(text.String(), "addressing    leader: every order to the Raft leader") {
+		t.Errorf("addressing %q:\n%s", rep.Addressing, text.String())
+	}
+	return rep
+}
+
+// --leader-only: every order goes to the node that says it leads (not
+// the first URL), as phones reach the store by its name; by the nodes'
+// own counters no other node took one and none was forwarded.
+func TestClosedLoopLeaderOnly(t *testing.T) {
+	opt := defaultFakeOptions()
+	opt.cooldown = time.Hour
+	opt.processDelay = 2 * time.Millisecond
+	opt.leader = 1
+	fake := newFake(t, opt)
+	rep := runLeaderOnly(t, fake, 200)
+	fake.mu.Lock()
+	arrived := cloneMapInt(fake.arrived)
+	fake.mu.Unlock()
+	if arrived[0] != 0 || arrived[2] != 0 || arrived[1] < rep.OrdersTotal {
+		t.Errorf("order POSTs per node %v, want all %d at node 1", arrived, rep.OrdersTotal)
+	}
+	if !slices.Equal(rep.Leaders, []string{fake.urls()[1]}) {
+		t.Errorf("leaders %v, want node 1 only", rep.Leaders)
+	}
+	for i, n := range rep.Nodes {
+		lo, hi := int64(0), int64(0)
+		if i == 1 {
+			lo, hi = int64(rep.OrdersTotal), int64(fake.orderCount())
+		}
+		if n.GuestOrders < lo || n.GuestOrders > hi || n.Forwarded != 0 {
+			t.Errorf("node %d admitted %d guest orders (want %d to %d), forwarded %d (want 0)", i, n.GuestOrders, lo, hi, n.Forwarded)
+		}
+	}
+	var back map[string]any
+	path := t.TempDir() + "/r.json"
+	if err := rep.WriteJSONFile(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &back); err != nil || back["addressing"] != "leader" || len(back["leaders"].([]any)) != 1 {
+		t.Errorf("JSON %s (%v)", b, err)
+	}
+}
+
+// The leader changes mid-run and the deposed one refuses orders (a store
+// mid-election): the closed loop asks again at the first refusal and goes
+// on at the new leader, never spreading to the node that never led.
+func TestClosedLoopLeaderOnlyFollowsANewLeader(t *testing.T) {
+	opt := defaultFakeOptions()
+	opt.cooldown = time.Hour
+	opt.processDelay = 2 * time.Millisecond
+	opt.leader, opt.switchAfter, opt.switchTo = 0, 80, 2
+	opt.followerRefuses = true
+	fake := newFake(t, opt)
+	rep := runLeaderOnly(t, fake, 300)
+	fake.mu.Lock()
+	arrived, admitted := cloneMapInt(fake.arrived), cloneMapInt(fake.admitted)
+	fake.mu.Unlock()
+	if arrived[1] != 0 {
+		t.Errorf("node 1 never led but got %d order POSTs", arrived[1])
+	}
+	if admitted[0] < 80 || admitted[2] == 0 {
+		t.Errorf("admitted per node %v: want the first 80 at node 0, the rest at node 2", admitted)
+	}
+	// Each caller meets the deposed leader's refusal at most once.
+	if refused := arrived[0] - admitted[0]; refused > 4 {
+		t.Errorf("node 0 refused %d orders after it was deposed, want at most one per caller (4)", refused)
+	}
+	if !slices.Equal(rep.Leaders, []string{fake.urls()[0], fake.urls()[2]}) {
+		t.Errorf("leaders %v, want node 0 then node 2", rep.Leaders)
+	}
+}
+
+// A deposed leader that forwards (no refusal) is noticed by asking the
+// leader whether it still leads.
+func TestLeaderTrackerRecheck(t *testing.T) {
+	fake := newFake(t, defaultFakeOptions())
+	r := newRunner(testConfig(fake.urls()))
+	r.token = fake.token
+	lt := newLeaderTracker(r, 0)
+	ctx := context.Background()
+	if changed, err := lt.resolve(ctx, 0, time.Second); err != nil || changed {
+		t.Fatalf("first search: changed %v, %v", changed, err)
+	}
+	if i, _ := lt.current(); i != 0 {
+		t.Fatalf("leader %d, want 0", i)
+	}
+	lt.stillLeader(ctx)
+	if i, _ := lt.current(); i != 0 || len(lt.leaders()) != 1 {
+		t.Fatalf("leader %d, leaders %v after a recheck with no change", i, lt.leaders())
+	}
+	fake.mu.Lock()
+	fake.leader, fake.term = 2, fake.term+1
+	fake.mu.Unlock()
+	lt.stillLeader(ctx)
+	if i, _ := lt.current(); i != 2 || !slices.Equal(lt.leaders(), []string{fake.urls()[0], fake.urls()[2]}) {
+		t.Errorf("leader %d, leaders %v after the leadership moved to node 2", i, lt.leaders())
+	}
+	// A search that another one overtook keeps that one's answer.
+	_, g := lt.current()
+	fake.mu.Lock()
+	fake.leader = 1
+	fake.mu.Unlock()
+	if changed, err := lt.resolve(ctx, g-1, time.Second); err != nil || changed {
+		t.Errorf("an overtaken search: changed %v, %v", changed, err)
+	}
+	if i, _ := lt.current(); i != 2 {
+		t.Errorf("an overtaken search moved the leader to %d", i)
+	}
+	// No leader at all: an error naming it, within the wait.
+	fake.mu.Lock()
+	fake.leader = -1 // an election: every node says follower
+	fake.mu.Unlock()
+	_, g = lt.current()
+	if _, err := lt.resolve(ctx, g, 300*time.Millisecond); !errors.Is(err, errNoLeader) {
+		t.Errorf("no leader: %v", err)
+	}
+	// The callers refused meanwhile do not each search as long again:
+	// they keep the last leader.
+	if changed, err := lt.resolve(ctx, g, time.Hour); changed || err != nil {
+		t.Errorf("a caller waiting on a failed search: changed %v, %v", changed, err)
+	}
+	if i, _ := lt.current(); i != 2 {
+		t.Errorf("leader %d after a failed search, want the last one (2)", i)
+	}
+}
+
+func TestPickLeader(t *testing.T) {
+	f := &nodeRole{State: "follower", Term: 9}
+	l := func(term uint64) *nodeRole { return &nodeRole{State: "leader", Term: term} }
+	stale := &nodeRole{State: "leader", Term: 9, Stale: true}
+	for _, c := range []struct {
+		roles []*nodeRole
+		want  int
+	}{
+		{[]*nodeRole{f, l(3), f}, 1},
+		{[]*nodeRole{nil, f, l(3)}, 2},     // a node that did not answer
+		{[]*nodeRole{l(3), f, l(4)}, 2},    // an old leader not yet deposed
+		{[]*nodeRole{stale, l(3), nil}, 1}, // cut off from its quorum
+		{[]*nodeRole{f, nil, {State: "candidate"}}, -1},
+	} {
+		if got := pickLeader(c.roles); got != c.want {
+			t.Errorf("pickLeader(%v) = %d, want %d", c.roles, got, c.want)
+		}
+	}
 }
 
 func TestClosedLoopFlags(t *testing.T) {
@@ -75,8 +270,11 @@ func TestClosedLoopFlags(t *testing.T) {
 	if err != nil {
 		t.Fatalf("closed loop without --url: %v", err)
 	}
-	if !cfg.ClosedLoop || cfg.Concurrency != 64 || cfg.Sessions != defaultClosedLoopSessions || cfg.Warmup != defaultWarmup {
+	if !cfg.ClosedLoop || cfg.Concurrency != 64 || cfg.Sessions != defaultClosedLoopSessions || cfg.Warmup != defaultWarmup || cfg.LeaderOnly {
 		t.Errorf("cfg %+v", cfg)
+	}
+	if cfg, _, err := ParseFlags([]string{"--closed-loop", "--concurrency", "8", "--duration", "5s", "--leader-only"}, &bytes.Buffer{}); err != nil || !cfg.LeaderOnly {
+		t.Errorf("--leader-only: %+v, %v", cfg, err)
 	}
 	for _, args := range [][]string{
 		{"--closed-loop", "--concurrency", "8"}, // no duration
@@ -85,6 +283,7 @@ func TestClosedLoopFlags(t *testing.T) {
 		{"--closed-loop", "--concurrency", "8", "--duration", "5s", "--url", "http://x:1", "--data-dir", "/tmp/x"},
 		{"--closed-loop", "--concurrency", "8", "--orders", "-1"},
 		{"--closed-loop", "--concurrency", "8", "--orders", "100", "--cpuprofile", "/tmp/x"}, // a profile needs a length
+		{"--leader-only", "--url", "http://x:1"},                                             // for the closed loop only
 	} {
 		if _, _, err := ParseFlags(args, &bytes.Buffer{}); !isConfigError(err) {
 			t.Errorf("%v: err %v, want a config error", args, err)

@@ -72,7 +72,12 @@ type Config struct {
 	// Orders, when above 0, ends the closed loop once that many new orders
 	// were answered in all (the warm-up's included); Duration may then be
 	// 0 (no time limit) or a cap. The report gives each node's RSS then.
+	// LeaderOnly sends every closed-loop order to the Raft leader (and
+	// follows it when it changes), as guests' phones reach the store by
+	// its LAN name, which only the leader answers (leader.go); without
+	// it the orders are spread round robin over URLs.
 	ClosedLoop    bool
+	LeaderOnly    bool
 	Orders        int
 	Sessions      int
 	Warmup        time.Duration
@@ -88,6 +93,7 @@ type Config struct {
 	// Tests shorten these (0 = the defaults below).
 	verifySettle    time.Duration
 	replicationWait time.Duration
+	leaderRecheck   time.Duration
 }
 
 const (
@@ -149,7 +155,7 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: masterorder bench --url URL[,URL...] [flags]")
 		fmt.Fprintln(fs.Output(), "Lunch-peak load against a running cluster: orders/s, latency, replays, duplicates (must be 0), lost (must be 0).")
-		fmt.Fprintln(fs.Output(), "       masterorder bench --closed-loop --concurrency N (--duration D | --orders N) [--url URL[,URL...]] [flags]")
+		fmt.Fprintln(fs.Output(), "       masterorder bench --closed-loop --concurrency N (--duration D | --orders N) [--leader-only] [--url URL[,URL...]] [flags]")
 		fmt.Fprintln(fs.Output(), "Throughput: N callers back to back, a fresh phone and key per order; without --url on 3 nodes it starts itself.")
 		fs.PrintDefaults()
 	}
@@ -169,6 +175,7 @@ func ParseFlags(args []string, stderr io.Writer) (cfg Config, jsonPath string, e
 	fs.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
 	noProgress := fs.Bool("no-progress", false, "no live progress line on stderr")
 	fs.BoolVar(&cfg.ClosedLoop, "closed-loop", false, "throughput: --concurrency callers each sending the next order as soon as the last is answered, a fresh client id and key per order (without --url: starts 3 local nodes)")
+	fs.BoolVar(&cfg.LeaderOnly, "leader-only", false, "closed loop: send every order to the Raft leader (found from each node's /api/cluster/status, followed when it changes), as phones reach the store by its name, which only the leader answers; default: spread round robin over the nodes")
 	fs.IntVar(&cfg.Orders, "orders", 0, "closed loop: end once this many new orders were answered in all, warm-up included (--duration then optional); the report gives each node's RSS after them")
 	fs.IntVar(&cfg.Sessions, "sessions", defaultClosedLoopSessions, "closed loop: table sessions the orders go round (enough that the 1 s burst window never binds)")
 	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "closed loop: orders answered in this first stretch are not counted")
@@ -202,6 +209,9 @@ func (c *Config) Validate() error {
 		if err := c.validateClosedLoop(); err != nil {
 			return err
 		}
+	}
+	if c.LeaderOnly && !c.ClosedLoop {
+		return configErrorf("--leader-only is for the closed loop (--closed-loop)")
 	}
 	if len(c.URLs) == 0 && !c.ClosedLoop {
 		return configErrorf("--url: at least one node URL is required")

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,14 @@ type fakeOptions struct {
 	loseOnNode      int         // bug: this node never shows the first order (-1 none)
 	dropAfterCommit int         // this node closes the connection after committing every 3rd order (-1 none)
 	unavailable     map[int]int // node → every n-th order POST answers 503 NO_QUORUM
+
+	// leader is the node whose /api/cluster/status says "leader" (the
+	// others "follower"; -1: none, an election). After switchAfter orders (0: never) the
+	// leadership moves to switchTo. followerRefuses: a follower answers
+	// every order POST 503 NO_QUORUM (a store mid-election) instead of
+	// taking it as a forward.
+	leader, switchAfter, switchTo int
+	followerRefuses               bool
 }
 
 func defaultFakeOptions() fakeOptions {
@@ -182,6 +191,11 @@ type fakeStore struct {
 	commits       int
 	posts         map[int]int
 	injected      bool
+	leader        int
+	term          int
+	arrived       map[int]int // node → order POSTs that arrived there
+	admitted      map[int]int // node → new orders it admitted
+	forwarded     map[int]int // node → orders it admitted as a follower
 }
 
 // newFake starts opt.nodes fake nodes on 127.0.0.1 sharing one state.
@@ -199,6 +213,11 @@ func newFake(t *testing.T, opt fakeOptions) *fakeStore {
 		cooldownUntil: map[string]time.Time{},
 		hidden:        map[int]map[int64]bool{},
 		posts:         map[int]int{},
+		leader:        opt.leader,
+		term:          2,
+		arrived:       map[int]int{},
+		admitted:      map[int]int{},
+		forwarded:     map[int]int{},
 	}
 	for n := range opt.nodes {
 		srv := httptest.NewServer(s.handler(n))
@@ -276,10 +295,33 @@ func (s *fakeStore) handler(node int) http.Handler {
 		s.mu.Unlock()
 		writeJSON(w, 200, it.view())
 	}))
-	// No process figures: the bench notes that the fake has none.
+	// No process figures, only where the orders arrived (a labelled
+	// counter appears once counted, as client_golang writes it).
 	mux.HandleFunc("GET /metrics", staff(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		s.mu.Lock()
+		admitted, forwarded := s.admitted[node], s.forwarded[node]
+		s.mu.Unlock()
 		io.WriteString(w, "# a fake node has no process metrics\n")
+		if admitted > 0 {
+			fmt.Fprintf(w, "masterorder_orders_admitted_total{source=\"guest\"} %d\n", admitted)
+		}
+		fmt.Fprintf(w, "masterorder_forwarded_proposals_total %d\n", forwarded)
+	}))
+	mux.HandleFunc("GET /api/cluster/status", staff(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		leader, term := s.leader, s.term
+		s.mu.Unlock()
+		state := "follower"
+		if node == leader {
+			state = "leader"
+		}
+		var known any // null: no leader known (an election)
+		if leader >= 0 && leader < len(s.servers) {
+			known = map[string]string{"id": fmt.Sprintf("n%d", leader), "httpAddr": strings.TrimPrefix(s.servers[leader].URL, "http://")}
+		}
+		writeJSON(w, 200, map[string]any{"nodeId": fmt.Sprintf("n%d", node), "state": state, "leader": known,
+			"term": term, "commitIndex": 0, "appliedIndex": 0, "nodes": nil, "fsmTime": 0, "clockSuspect": false, "stale": false})
 	}))
 	mux.HandleFunc("PUT /api/staff/stock/{sku}", staff(func(w http.ResponseWriter, r *http.Request) {
 		var b struct {
@@ -399,6 +441,12 @@ func (s *fakeStore) placeOrder(node int, w http.ResponseWriter, r *http.Request)
 	}
 
 	s.mu.Lock()
+	s.arrived[node]++
+	if s.opt.followerRefuses && node != s.leader {
+		s.mu.Unlock()
+		writeErr(w, 503, "NO_QUORUM", time.Second)
+		return
+	}
 	if n := s.opt.unavailable[node]; n > 0 {
 		s.posts[node]++
 		if s.posts[node]%n == 0 {
@@ -543,6 +591,13 @@ func (s *fakeStore) placeOrder(node int, w http.ResponseWriter, r *http.Request)
 	o := &fakeOrder{OrderID: s.nextID, SessionID: sess.id, TableID: sess.tableID, Status: "ACCEPTED", Items: lines,
 		TotalPrice: total, CreatedAt: stamp, UpdatedAt: stamp, RequestID: &rid, Source: "guest", TicketNo: int64(len(s.orders) + 1), Bumped: []string{}}
 	s.orders = append(s.orders, o)
+	s.admitted[node]++
+	if node != s.leader {
+		s.forwarded[node]++
+	}
+	if s.opt.switchAfter > 0 && len(s.orders) == s.opt.switchAfter {
+		s.leader, s.term = s.opt.switchTo, s.term+1
+	}
 	res := fakeResult{RequestID: key, Allowed: true, OrderID: o.OrderID, Status: o.Status, TotalPrice: total}
 	s.keys[key] = &fakeCached{fp: fp, result: res}
 	sess.window[fp] = windowEntry{until: time.Now().Add(s.opt.payloadWindow), result: res}

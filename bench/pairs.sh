@@ -7,7 +7,12 @@
 # over the cluster, bytes written per op summed, the ratios, and the medians.
 #
 #   bench/pairs.sh [--callers 16,64] [--pairs 4] [--duration 20s] [--warmup 5s]
-#                  [--sessions 6000] [--out DIR]
+#                  [--sessions 6000] [--leader-only] [--out DIR]
+#
+# --leader-only addresses both at the leader (every order to the Raft
+# leader, as phones reach the store by its name; every etcd put through
+# the leader's client); without it both spread over the three. The table
+# header names the addressing.
 #
 # It installs what it uses (Debian's etcd-server and jq), builds both
 # binaries into DIR, and keeps every run's text and JSON report there.
@@ -20,6 +25,8 @@ pairs=4
 duration=20s
 warmup=5s
 sessions=6000
+leader_only=()
+addressing=spread
 out=""
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -28,8 +35,9 @@ while [ $# -gt 0 ]; do
 	--duration) duration=$2; shift 2 ;;
 	--warmup) warmup=$2; shift 2 ;;
 	--sessions) sessions=$2; shift 2 ;;
+	--leader-only) leader_only=(--leader-only); addressing=leader; shift ;;
 	--out) out=$2; shift 2 ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "pairs.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -59,21 +67,27 @@ for c in "${levels[@]}"; do
 	for p in $(seq 1 "$pairs"); do
 		base="$out/c$c-p$p"
 		echo "pairs.sh: $c callers, pair $p of $pairs: etcd" >&2
-		"$out/etcdbench" --concurrency "$c" --duration "$duration" --warmup "$warmup" --json "$base-etcd.json" >"$base-etcd.txt" 2>&1 ||
+		"$out/etcdbench" --concurrency "$c" --duration "$duration" --warmup "$warmup" "${leader_only[@]}" --json "$base-etcd.json" >"$base-etcd.txt" 2>&1 ||
 			{ echo "pairs.sh: etcd run failed, see $base-etcd.txt" >&2; cat "$base-etcd.txt" >&2; exit 1; }
 		echo "pairs.sh: $c callers, pair $p of $pairs: MasterOrder" >&2
 		# Exit 1 is a run that saw replays or duplicates: it is reported.
 		rc=0
 		"$out/masterorder" bench --closed-loop --concurrency "$c" --duration "$duration" --warmup "$warmup" \
-			--sessions "$sessions" --no-progress --json "$base-mo.json" >"$base-mo.txt" 2>&1 || rc=$?
+			--sessions "$sessions" "${leader_only[@]}" --no-progress --json "$base-mo.json" >"$base-mo.txt" 2>&1 || rc=$?
 		if [ ! -s "$base-mo.json" ]; then
 			echo "pairs.sh: MasterOrder run failed (exit $rc), see $base-mo.txt" >&2
 			cat "$base-mo.txt" >&2
 			exit 1
 		fi
+		# Figures of the two addressings are never mixed: each report says
+		# which one it used.
+		for f in "$base-etcd.json" "$base-mo.json"; do
+			got=$(jq -r '.addressing // "spread"' "$f")
+			[ "$got" = "$addressing" ] || { echo "pairs.sh: $f says addressing $got, want $addressing" >&2; exit 1; }
+		done
 		jq -c -n --argjson callers "$c" --argjson pair "$p" --argjson rc "$rc" \
 			--slurpfile e "$base-etcd.json" --slurpfile m "$base-mo.json" '
-			{callers: $callers, pair: $pair, ok: ($rc == 0),
+			{callers: $callers, pair: $pair, ok: ($rc == 0), addressing: $m[0].addressing,
 			 etcd: {rate: $e[0].putsPerSecond, p99: $e[0].latencyMs.p99,
 			        cpu: [$e[0].members[].cpuMicrosPerPut], cpuSum: $e[0].cluster.cpuMicrosPerPut,
 			        bytesSum: $e[0].cluster.writtenBytesPerPut},
@@ -87,7 +101,7 @@ done
 # The table: one row per pair, then the medians of each callers level (the
 # per node CPU as the medians of the lowest, middle and highest node, since
 # which node leads differs from run to run).
-jq -r -s --arg duration "$duration" --arg warmup "$warmup" --arg out "$out" '
+jq -r -s --arg duration "$duration" --arg warmup "$warmup" --arg out "$out" --arg addressing "$addressing" '
 def median: sort | if length == 0 then null elif length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
 def r(d): if . == null then "-" elif d == 0 then round | tostring
   else (. * pow(10; d) | round) as $n | ($n / pow(10; d) | floor | tostring) + "." +
@@ -98,6 +112,8 @@ def row(name; e; m; x; y):
   [name, (e.rate|r(0)), (e.p99|r(1)), (e.cpu|nodes), (e.cpuSum|r(0)), (e.bytesSum|r(0)),
    (m.rate|r(0)), (m.p99|r(1)), (m.cpu|nodes), (m.cpuSum|r(0)), (m.bytesSum|r(0)), (x|r(2)), (y|r(2))] | join(" | ") | "| " + . + " |";
 "closed loop beside etcd: \([.[].callers]|unique|map(tostring)|join(" and ")) callers, \(length) pairs in all, measured \($duration) each after a \($warmup) warm-up",
+(if $addressing == "leader" then "addressing: leader (--leader-only): every order to the Raft leader, as phones reach the store by its name; every etcd put through the leader'"'"'s client"
+ else "addressing: spread: orders round robin over the three nodes (followers forward to the leader); etcd callers round the members'"'"' clients" end),
 "ratio = MasterOrder orders/s ÷ etcd puts/s; cpu ratio = MasterOrder µs/order ÷ etcd µs/put (both summed over the three processes)",
 "",
 "| callers, pair | etcd puts/s | p99 ms | µs/put per member | µs/put cluster | B/put cluster | MO orders/s | p99 ms | µs/order per node | µs/order cluster | B/order cluster | ratio | cpu ratio |",

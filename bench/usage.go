@@ -28,13 +28,26 @@ type usageProbe struct {
 	wrote       int64 // during the window (-1 unknown)
 	cpuBefore   time.Duration
 	cpu         time.Duration // user + system during the window (-1 unknown)
+
+	// The node's own order counters at the start of the run and their
+	// growth over it (-1 unknown).
+	guestBefore, fwdBefore int64
+	guest, fwd             int64
 }
+
+// The node's counters of where orders arrived (orders/metrics.go,
+// node/metrics.go).
+const (
+	metricGuestAdmitted = `masterorder_orders_admitted_total{source="guest"}`
+	metricForwarded     = "masterorder_forwarded_proposals_total"
+)
 
 func (cl *closedLoop) newUsageProbes() []*usageProbe {
 	ps := make([]*usageProbe, len(cl.urls))
 	for i, base := range cl.urls {
 		pid, _ := cl.cluster.pidOf(base)
-		ps[i] = &usageProbe{cl: cl, base: base, pid: pid, wroteBefore: -1, wrote: -1, cpuBefore: -1, cpu: -1, heapInuse: -1}
+		ps[i] = &usageProbe{cl: cl, base: base, pid: pid, wroteBefore: -1, wrote: -1, cpuBefore: -1, cpu: -1, heapInuse: -1,
+			guestBefore: -1, fwdBefore: -1, guest: -1, fwd: -1}
 	}
 	return ps
 }
@@ -101,6 +114,43 @@ func (u *usageProbe) sampleRSS(ctx context.Context) {
 	u.mu.Unlock()
 }
 
+// orderCounters reads the node's guest orders admitted and proposals
+// forwarded from its /metrics. A counter with labels appears only once
+// counted: absent means 0 when the page was read.
+func (u *usageProbe) orderCounters(ctx context.Context) (guest, fwd int64, err error) {
+	m, err := u.metrics(ctx, metricGuestAdmitted, metricForwarded)
+	if err != nil {
+		return 0, 0, err
+	}
+	f, ok := m[metricForwarded]
+	if !ok {
+		return 0, 0, fmt.Errorf("/metrics: no %s", metricForwarded)
+	}
+	return m[metricGuestAdmitted], f, nil
+}
+
+func (u *usageProbe) countersBegin(ctx context.Context) {
+	g, f, err := u.orderCounters(ctx)
+	if err != nil {
+		return
+	}
+	u.mu.Lock()
+	u.guestBefore, u.fwdBefore = g, f
+	u.mu.Unlock()
+}
+
+func (u *usageProbe) countersEnd(ctx context.Context) {
+	g, f, err := u.orderCounters(ctx)
+	if err != nil {
+		return
+	}
+	u.mu.Lock()
+	if u.guestBefore >= 0 {
+		u.guest, u.fwd = g-u.guestBefore, f-u.fwdBefore
+	}
+	u.mu.Unlock()
+}
+
 func (u *usageProbe) begin() {
 	u.read(func(w int64, werr error, c time.Duration, cerr error) {
 		if werr == nil {
@@ -139,7 +189,8 @@ func (u *usageProbe) read(keep func(w int64, werr error, c time.Duration, cerr e
 func (u *usageProbe) result(orders int) NodeUsage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, RSSBytes: u.rss, HeapInuseBytes: u.heapInuse, WrittenBytes: u.wrote, CPUSeconds: -1}
+	r := NodeUsage{URL: u.base, PID: u.pid, Source: "metrics", PeakRSSBytes: u.peakRSS, RSSBytes: u.rss, HeapInuseBytes: u.heapInuse, WrittenBytes: u.wrote, CPUSeconds: -1,
+		GuestOrders: u.guest, Forwarded: u.fwd}
 	if u.pid != 0 {
 		r.Source = "proc"
 	}
@@ -158,42 +209,75 @@ func (u *usageProbe) result(orders int) NodeUsage {
 // metric reads one unlabelled sample from the node's /metrics (staff
 // token; loopback needs none).
 func (u *usageProbe) metric(ctx context.Context, name string) (int64, error) {
+	m, err := u.metrics(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := m[name]
+	if !ok {
+		return 0, fmt.Errorf("no %s", name)
+	}
+	return v, nil
+}
+
+// metrics reads the named samples from the node's /metrics: a name is
+// the sample as written there, labels included (`a_total{x="y"}`); the
+// map holds those found.
+func (u *usageProbe) metrics(ctx context.Context, names ...string) (map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.base+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+u.cl.token)
 	resp, err := u.cl.client.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("/metrics: %s", resp.Status)
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
 	}
-	return promSample(bufio.NewScanner(resp.Body), name)
+	return promSamples(bufio.NewScanner(resp.Body), names...)
 }
 
 // promSample finds "name value" in Prometheus text format.
 func promSample(sc *bufio.Scanner, name string) (int64, error) {
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), name+" ")
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		if err != nil {
-			return 0, err
-		}
-		return int64(f), nil
-	}
-	if err := sc.Err(); err != nil {
+	m, err := promSamples(sc, name)
+	if err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no %s", name)
+	v, ok := m[name]
+	if !ok {
+		return 0, fmt.Errorf("no %s", name)
+	}
+	return v, nil
+}
+
+// promSamples finds "name value" for each of names in Prometheus text
+// format; the map holds those found.
+func promSamples(sc *bufio.Scanner, names ...string) (map[string]int64, error) {
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	out := make(map[string]int64, len(names))
+	for sc.Scan() {
+		line := sc.Text()
+		for _, name := range names {
+			rest, ok := strings.CutPrefix(line, name+" ")
+			if !ok {
+				continue
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			out[name] = int64(f)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // procStatusBytes reads a "Key:  N kB" line of /proc/PID/status.

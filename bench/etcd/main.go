@@ -3,14 +3,17 @@
 // TLS like MasterOrder's Raft), and a closed loop of clientv3 callers each
 // doing the single conditional put a coordination store offers
 // (Txn(If(CreateRevision(key) == 0)).Then(Put(key, value, lease))) with a
-// fresh key, spread over the members, warm-up excluded. It reports the same
+// fresh key, spread over the members (--leader-only: all through the
+// leader's client, as MasterOrder's --leader-only sends every order to its
+// leader), warm-up excluded. It reports the same
 // figures as the MasterOrder closed loop: puts/s, p50/p95/p99, failures by
 // kind, and per member CPU microseconds and bytes written per put, peak RSS
 // and RSS at the end (/proc/PID), with the per put figures summed over the
 // three members; --json writes the same as JSON (bench/pairs.sh reads it).
 //
 // A measuring tool only, in a module of its own so that the etcd client
-// stays out of the masterorder binary; no test needs it.
+// stays out of the masterorder binary; no other test needs it (its own
+// test covers the choice of the leader).
 //
 //	apt-get install -y etcd-server
 //	cd bench/etcd && go run . --concurrency 64 --duration 30s
@@ -55,8 +58,9 @@ func main() {
 	dataDir := flag.String("data-dir", "", "members' data (default a temporary directory, removed afterwards)")
 	peerTLS := flag.Bool("peer-tls", true, "members talk over mutual TLS (as MasterOrder's Raft does)")
 	jsonPath := flag.String("json", "", "also write the report as JSON to this file")
+	leaderOnly := flag.Bool("leader-only", false, "every caller puts through the client of the member that is leader (found with Status, followed when it changes), as `masterorder bench --closed-loop --leader-only` addresses the Raft leader; default: callers round the members' clients")
 	flag.Parse()
-	if err := run(*etcdBin, *conc, *dur, *warmup, *dataDir, *peerTLS, *jsonPath); err != nil {
+	if err := run(*etcdBin, *conc, *dur, *warmup, *dataDir, *peerTLS, *leaderOnly, *jsonPath); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench:", err)
 		os.Exit(1)
 	}
@@ -70,10 +74,14 @@ type member struct {
 
 // report is what one run measured; its JSON names match `masterorder
 // bench --closed-loop --json` where the figure is the same (per put for
-// per order).
+// per order). Addressing is "leader" (--leader-only: every put through
+// the leader's client) or "spread" (callers round the members' clients);
+// Leaders is, with "leader", every member puts went to, in turn.
 type report struct {
 	Etcd            string         `json:"etcd"`
 	PeerTLS         bool           `json:"peerTls"`
+	Addressing      string         `json:"addressing"`
+	Leaders         []string       `json:"leaders,omitempty"`
 	Concurrency     int            `json:"concurrency"`
 	WarmupSeconds   float64        `json:"warmupSeconds"`
 	MeasuredSeconds float64        `json:"measuredSeconds"`
@@ -107,7 +115,7 @@ type memberUsage struct {
 	CPUMicrosPerPut    float64 `json:"cpuMicrosPerPut"`
 }
 
-func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bool, jsonPath string) error {
+func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, leaderOnly bool, jsonPath string) error {
 	if conc < 1 || dur <= 0 {
 		return errors.New("--concurrency ≥ 1 and --duration > 0")
 	}
@@ -196,6 +204,27 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	var lt *leaderTracker
+	stopWatching := func() {}
+	if leaderOnly {
+		names := make([]string, len(ms))
+		for i, m := range ms {
+			names[i] = m.name
+		}
+		lt = &leaderTracker{names: names, status: func(ctx context.Context, i int) memberStatus {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			r, err := clients[i].Status(ctx, eps[i])
+			if err != nil {
+				return memberStatus{err: err}
+			}
+			return memberStatus{id: r.Header.MemberId, leader: r.Leader, term: r.RaftTerm}
+		}}
+		if _, err := lt.resolve(ctx, 0, 30*time.Second); err != nil {
+			return err
+		}
+	}
+
 	var measuring atomic.Bool
 	var mu sync.Mutex
 	var lat []float64
@@ -206,10 +235,19 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 	prefix := "/bench/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
 	var seq atomic.Int64
 	value := bytes.Repeat([]byte("x"), 256) // about a whole order's size on the wire
+	if lt != nil {
+		stopWatching = lt.watch(runCtx, time.Second)
+	}
 	for i := range conc {
 		wg.Go(func() {
 			c := clients[i%len(clients)]
+			var seen uint64 // the leader search c came from
 			for runCtx.Err() == nil {
+				if lt != nil {
+					var l int
+					l, seen = lt.current()
+					c = clients[l]
+				}
 				key := prefix + strconv.FormatInt(seq.Add(1), 10)
 				t0 := time.Now()
 				rctx, rcancel := context.WithTimeout(runCtx, 10*time.Second)
@@ -217,6 +255,10 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 					Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).Commit()
 				rcancel()
 				el := time.Since(t0)
+				if err != nil && lt != nil && runCtx.Err() == nil {
+					// A refusal may mean the leader changed: ask again.
+					_, _ = lt.resolve(runCtx, seen, 3*time.Second)
+				}
 				if !measuring.Load() {
 					continue
 				}
@@ -259,6 +301,7 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 	}
 	cancel()
 	wg.Wait()
+	stopWatching()
 
 	puts := n.Load()
 	mu.Lock()
@@ -266,7 +309,11 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 	p := percentiles(lat)
 	rep := report{Etcd: etcdVersion(bin), PeerTLS: peerTLS, Concurrency: conc, WarmupSeconds: warmup.Seconds(),
 		MeasuredSeconds: round(el.Seconds(), 2), Puts: puts, PutsPerSecond: round(float64(puts)/el.Seconds(), 1),
-		LatencyMs: latency{round(p[0], 1), round(p[1], 1), round(p[2], 1), round(p[3], 1)}, Failures: failures}
+		LatencyMs: latency{round(p[0], 1), round(p[1], 1), round(p[2], 1), round(p[3], 1)}, Failures: failures,
+		Addressing: "spread"}
+	if lt != nil {
+		rep.Addressing, rep.Leaders = "leader", lt.leaders()
+	}
 	for i, m := range ms {
 		pid := m.cmd.Process.Pid
 		u := memberUsage{Name: m.name, PID: pid, WrittenBytes: after[i] - before[i], CPUSeconds: round((cpuAfter[i] - cpuBefore[i]).Seconds(), 2)}
@@ -283,6 +330,7 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS bo
 	rep.Cluster.CPUMicrosPerPut = round(rep.Cluster.CPUMicrosPerPut, 1)
 	fmt.Printf("etcd closed loop: 3 members (etcd %s, peers over %s), %d callers, warm-up %s excluded, measured %.1fs\n",
 		rep.Etcd, map[bool]string{true: "mutual TLS", false: "plain HTTP"}[peerTLS], conc, warmup, el.Seconds())
+	fmt.Printf("  addressing    %s\n", addressingText(rep.Addressing, rep.Leaders, len(ms)))
 	fmt.Printf("  conditional puts %d (%.1f/s)\n", puts, rep.PutsPerSecond)
 	fmt.Printf("  latency ms    p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", p[0], p[1], p[2], p[3])
 	fmt.Printf("  failures      %v\n", failures)
