@@ -48,6 +48,7 @@ type admitState struct {
 	stock    map[string]int64         // tracked skus
 	ticket   store.TicketCounter
 	ids      map[int64]struct{} // order ids in use, live or archived
+	printers []store.Printer    // printer ids and stations, as PrinterStations reads them (the kitchen tickets)
 
 	nextPrune int64 // FSM time of the next sweep of lapsed entries
 	// rebuildAlways builds the memory again before every command (tests:
@@ -150,11 +151,15 @@ func (s *admitState) rebuild(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 	if err != nil {
 		return err
 	}
+	printers, err := store.PrinterStations(q)
+	if err != nil {
+		return err
+	}
 	ids := make(map[int64]struct{}, len(idList))
 	for _, id := range idList {
 		ids[id] = struct{}{}
 	}
-	s.catalogV, s.sessions, s.stock, s.ticket, s.ids = v, sessions, stock, ticket, ids
+	s.catalogV, s.sessions, s.stock, s.ticket, s.ids, s.printers = v, sessions, stock, ticket, ids, printers
 	s.windows = map[string]kvWindow{}
 	s.reloadWindows(tx, gatePrefixes...)
 	s.built, s.epoch, s.nextPrune = true, ctx.Epoch, ctx.Now+admitPruneEveryMs
@@ -306,7 +311,7 @@ var admitNoEffect = map[raftfsm.CommandType]bool{
 	CmdPINFailure: true, CmdRevokeToken: true, CmdLoginFailure: true, CmdResetPIN: true,
 	CmdOutboxSynced: true, CmdCloudState: true, CmdCloudSetting: true, CmdShopTimeZone: true, CmdRejectionSummary: true,
 	CmdSetMenuImage: true, CmdSetCategoryNames: true, CmdSetClock: true,
-	CmdPutPrinter: true, CmdDeletePrinter: true, CmdPrintJob: true, CmdReprint: true, CmdPrinterState: true,
+	CmdPrintJob: true, CmdReprint: true, CmdPrinterState: true,
 	CmdGuestCall: true, CmdCallDone: true, CmdBump: true,
 }
 
@@ -351,12 +356,21 @@ var admitKeepers = map[raftfsm.CommandType]admitKeeper{
 	// Menu writes move the catalog version (the pricing cache's key).
 	CmdUpsertMenu: keepCatalogVersion,
 	CmdImportMenu: keepCatalogVersion,
+	// An order's kitchen tickets go to the printers' stations.
+	CmdPutPrinter:    keepPrinters,
+	CmdDeletePrinter: keepPrinters,
 	// A day close starts the ticket numbers again.
 	CmdCloseDay: func(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) error {
 		t, err := store.ReadTicketCounter(ctx.DB)
 		s.ticket = t
 		return err
 	},
+}
+
+func keepPrinters(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) error {
+	p, err := store.PrinterStations(ctx.DB)
+	s.printers = p
+	return err
 }
 
 func keepCatalogVersion(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) error {
