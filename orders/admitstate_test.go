@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,6 +261,34 @@ func admitDump(t *testing.T, f *raftfsm.FSM) []byte {
 	return b.Bytes()
 }
 
+// checkKeyReplays compares, with f's files committed (an FSM that
+// commits every batch), the memory's keyReplay with store.KeyReplay for
+// every session and key the log uses.
+func checkKeyReplays(t *testing.T, st *admitState, f *raftfsm.FSM, g *admitGen) {
+	t.Helper()
+	now := f.Now()
+	for _, sid := range g.sessions {
+		for _, key := range g.keys {
+			got, found, usable := st.keyReplay(f.Epoch(), sid, key, now)
+			if !usable {
+				continue // dropped, or the session is not active: the files answer
+			}
+			var want store.Replayed
+			var wantFound bool
+			if err := f.Query(func(db *sql.DB) error {
+				var err error
+				want, wantFound, err = store.KeyReplay(db, sid, key, now)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if found != wantFound || !reflect.DeepEqual(got, want) {
+				t.Fatalf("after index %d, session %s key %s: memory %v %+v, files %v %+v", g.index, sid, key, found, got, wantFound, want)
+			}
+		}
+	}
+}
+
 // admitSequences is the FSM's AUTOINCREMENT counters (sqlite_sequence):
 // the next print job's or call's number.
 func admitSequences(t *testing.T, f *raftfsm.FSM) string {
@@ -387,6 +416,27 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 		}
 	}
 	runAll(g.setup())
+	// The guest handlers read which order a key replays beside the apply
+	// path (the race detector judges the locking).
+	stopReaders, key0 := make(chan struct{}), g.keys[0]
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stopReaders:
+					return
+				default:
+				}
+				for i := 1; i <= 80; i++ { // the ids open() gives, not g's list (the test's goroutine appends to it)
+					grouped.keyReplay(fGrouped.Epoch(), fmt.Sprintf("S%022d", i), key0, fGrouped.Now())
+				}
+			}
+		}()
+	}
+	defer func() { close(stopReaders); readers.Wait() }()
 
 	var snap bytes.Buffer
 	var snapAt uint64
@@ -415,6 +465,9 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 				t.Fatalf("after index %d the memory kept is\n%+v\nbuilt from the files\n%+v", g.index, got, want)
 			}
 		}
+		// The guest handler's replay check finds in memory what it finds
+		// in the files (preadmit.go), for every session and key.
+		checkKeyReplays(t, kept, fKept, g)
 		if snapAt == 0 && step > steps/3 {
 			if err := fKept.WriteSnapshot(&snap); err != nil {
 				t.Fatal(err)

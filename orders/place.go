@@ -386,10 +386,8 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 		return nil, err
 	}
 	if inRow {
-		if a := st.sessions[c.SessionID]; a != nil {
-			a.add(store.Replayed{OrderID: orderID, RequestID: reqID, TotalPrice: cart.total, TicketNo: ticketNo,
-				Fingerprint: replay.Fingerprint, Attempt: replay.Attempt}, order.Seq, replay.KeyUntil, replay.CartUntil)
-		}
+		st.addReplay(c.SessionID, store.Replayed{OrderID: orderID, RequestID: reqID, TotalPrice: cart.total, TicketNo: ticketNo,
+			Fingerprint: replay.Fingerprint, Attempt: replay.Attempt}, order.Seq, replay.KeyUntil, replay.CartUntil)
 	}
 	order.OrderID = orderID
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
