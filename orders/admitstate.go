@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"masterorder/kv"
@@ -36,9 +37,13 @@ import (
 // since FSM time never runs backwards. Iteration order of its maps never
 // reaches a write or an answer: every walk that does is sorted.
 //
-// Only the apply path touches it (one Apply at a time, under the FSM's
-// apply lock).
+// Only the apply path writes it (one Apply at a time, under the FSM's
+// apply lock). The guest handler's replay check reads which order a key
+// replays (keyReplay) beside it: mu guards what that read walks — the
+// sessions map, each session's byKey, built and epoch — and only the
+// apply path's writes to them take it (its own reads need not).
 type admitState struct {
+	mu    sync.RWMutex
 	built bool
 	epoch uint64 // ApplyContext.Epoch it was built at
 
@@ -48,6 +53,7 @@ type admitState struct {
 	stock    map[string]int64         // tracked skus
 	ticket   store.TicketCounter
 	ids      map[int64]struct{} // order ids in use, live or archived
+	printers []store.Printer    // printer ids and stations, as PrinterStations reads them (the kitchen tickets)
 
 	nextPrune int64 // FSM time of the next sweep of lapsed entries
 	// rebuildAlways builds the memory again before every command (tests:
@@ -108,14 +114,18 @@ func (s *admitState) ready(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 }
 
 // drop forgets everything: the next order builds it again.
-func (s *admitState) drop() { s.built = false }
+func (s *admitState) drop() {
+	s.mu.Lock()
+	s.built = false
+	s.mu.Unlock()
+}
 
 // rebuild reads the memory from the files at ctx, through the applying
 // transaction, so it may run in the middle of a group: every write the
 // entries before it made must be readable there by then (a writer that
 // defers rows to the group's commit must flush them before this reads).
 func (s *admitState) rebuild(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
-	s.built = false
+	s.drop()
 	q := ctx.DB
 	v, err := store.CatalogVersion(q)
 	if err != nil {
@@ -150,14 +160,21 @@ func (s *admitState) rebuild(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 	if err != nil {
 		return err
 	}
+	printers, err := store.PrinterStations(q)
+	if err != nil {
+		return err
+	}
 	ids := make(map[int64]struct{}, len(idList))
 	for _, id := range idList {
 		ids[id] = struct{}{}
 	}
-	s.catalogV, s.sessions, s.stock, s.ticket, s.ids = v, sessions, stock, ticket, ids
+	s.catalogV, s.stock, s.ticket, s.ids, s.printers = v, stock, ticket, ids, printers
 	s.windows = map[string]kvWindow{}
 	s.reloadWindows(tx, gatePrefixes...)
-	s.built, s.epoch, s.nextPrune = true, ctx.Epoch, ctx.Now+admitPruneEveryMs
+	s.nextPrune = ctx.Now + admitPruneEveryMs
+	s.mu.Lock()
+	s.sessions, s.built, s.epoch = sessions, true, ctx.Epoch
+	s.mu.Unlock()
 	return nil
 }
 
@@ -175,6 +192,43 @@ func (a *admitSession) add(r store.Replayed, seq, keyUntil, cartUntil int64) {
 		}
 		a.byCart[r.Fingerprint] = append(a.byCart[r.Fingerprint], rowReplay{r, seq, cartUntil})
 	}
+}
+
+// addReplay records an admitted order's replay windows in its session
+// (add), under mu: the guest handler may be reading the session's keys.
+func (s *admitState) addReplay(sessionID string, r store.Replayed, seq, keyUntil, cartUntil int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.sessions[sessionID]; a != nil {
+		a.add(r, seq, keyUntil, cartUntil)
+	}
+}
+
+// keyReplay is store.KeyReplay answered from memory for the guest
+// handler's replay check (preadmit.go), beside the apply path; usable is
+// false when the memory does not hold the files at epoch, the FSM's
+// current one (not built yet, dropped, or the files were reopened), or
+// the session is not active in it, and the caller reads the files
+// instead. The memory may be ahead of the
+// files by the entries of the FSM's open group: they are committed in
+// Raft, so what they replay is final, and a key found nowhere is decided
+// by Apply as before.
+func (s *admitState) keyReplay(epoch uint64, sessionID, requestID string, now int64) (r store.Replayed, found, usable bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.built || s.epoch != epoch {
+		return r, false, false
+	}
+	a := s.sessions[sessionID]
+	if a == nil {
+		// Not active (here): its rows still name the key, and the check
+		// answers a closed session's resend 410 itself.
+		return r, false, false
+	}
+	if k, ok := a.byKey[requestID]; ok && requestID != "" && k.until > now {
+		return k.Replayed, true, true
+	}
+	return r, false, true
 }
 
 // replays is store.FindReplays answered from memory.
@@ -211,6 +265,8 @@ func (s *admitState) prune(now int64) {
 			delete(s.windows, k)
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, a := range s.sessions {
 		for k, r := range a.byKey {
 			if r.until <= now {
@@ -306,7 +362,7 @@ var admitNoEffect = map[raftfsm.CommandType]bool{
 	CmdPINFailure: true, CmdRevokeToken: true, CmdLoginFailure: true, CmdResetPIN: true,
 	CmdOutboxSynced: true, CmdCloudState: true, CmdCloudSetting: true, CmdShopTimeZone: true, CmdRejectionSummary: true,
 	CmdSetMenuImage: true, CmdSetCategoryNames: true, CmdSetClock: true,
-	CmdPutPrinter: true, CmdDeletePrinter: true, CmdPrintJob: true, CmdReprint: true, CmdPrinterState: true,
+	CmdPrintJob: true, CmdReprint: true, CmdPrinterState: true,
 	CmdGuestCall: true, CmdCallDone: true, CmdBump: true,
 }
 
@@ -351,12 +407,21 @@ var admitKeepers = map[raftfsm.CommandType]admitKeeper{
 	// Menu writes move the catalog version (the pricing cache's key).
 	CmdUpsertMenu: keepCatalogVersion,
 	CmdImportMenu: keepCatalogVersion,
+	// An order's kitchen tickets go to the printers' stations.
+	CmdPutPrinter:    keepPrinters,
+	CmdDeletePrinter: keepPrinters,
 	// A day close starts the ticket numbers again.
 	CmdCloseDay: func(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) error {
 		t, err := store.ReadTicketCounter(ctx.DB)
 		s.ticket = t
 		return err
 	},
+}
+
+func keepPrinters(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) error {
+	p, err := store.PrinterStations(ctx.DB)
+	s.printers = p
+	return err
 }
 
 func keepCatalogVersion(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) error {
@@ -401,6 +466,8 @@ func (s *admitState) keepSession(ctx *raftfsm.ApplyContext, id string) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !found || status != store.SessionActive {
 		delete(s.sessions, id)
 		return nil

@@ -82,6 +82,8 @@ func registerTable(tab commandTable) {
 		tab.admit = &admitState{}
 	}
 	tab.reg.OnApplied(tab.admit.observe)
+	// The guest handler's replay check reads it too (preadmit.go).
+	tab.reg.SetMemory(tab.admit)
 	// catalog.go
 	register(tab, CmdUpsertMenu, "orders.upsertMenu", applyUpsertMenu)
 	register(tab, CmdSetStock, "orders.setStock", applySetStock)

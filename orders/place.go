@@ -386,10 +386,8 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 		return nil, err
 	}
 	if inRow {
-		if a := st.sessions[c.SessionID]; a != nil {
-			a.add(store.Replayed{OrderID: orderID, RequestID: reqID, TotalPrice: cart.total, TicketNo: ticketNo,
-				Fingerprint: replay.Fingerprint, Attempt: replay.Attempt}, order.Seq, replay.KeyUntil, replay.CartUntil)
-		}
+		st.addReplay(c.SessionID, store.Replayed{OrderID: orderID, RequestID: reqID, TotalPrice: cart.total, TicketNo: ticketNo,
+			Fingerprint: replay.Fingerprint, Attempt: replay.Attempt}, order.Seq, replay.KeyUntil, replay.CartUntil)
 	}
 	order.OrderID = orderID
 	body := successBody{RequestID: reqID, Allowed: true, OrderID: orderID, Status: store.StatusAccepted, TotalPrice: cart.total, TicketNo: ticketNo}
@@ -416,7 +414,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	}
 	order.CreatedAt, order.UpdatedAt = store.FormatTime(ctx.WallTime), store.FormatTime(ctx.WallTime)
 	// The kitchen tickets go in the same Apply: no order without its jobs.
-	if _, err := queueTickets(ctx, order, escpos.KindTicket); err != nil {
+	if _, err := queueTicketsTo(ctx, p.st.printers, order, escpos.KindTicket); err != nil {
 		return nil, err
 	}
 	emitOrder(ctx, "order.created", order)

@@ -75,13 +75,21 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		status, reason, wait = windowRefusal(tx, cmd)
 	})
 	if err == nil && !known {
-		// An order of version 5 or later keeps its key in its row.
+		// An order of version 5 or later keeps its key in its row, and
+		// the admission state knows every live one; its files only when
+		// the memory is being built again.
 		var row store.Replayed
-		err = s.query(func(db store.DB) error {
-			var err error
-			row, known, err = store.KeyReplay(db, cmd.SessionID, cmd.RequestID, now)
-			return err
-		})
+		usable := false
+		if s.admit != nil {
+			row, known, usable = s.admit.keyReplay(s.node.FSM().Epoch(), cmd.SessionID, cmd.RequestID, now)
+		}
+		if !usable {
+			err = s.query(func(db store.DB) error {
+				var err error
+				row, known, err = store.KeyReplay(db, cmd.SessionID, cmd.RequestID, now)
+				return err
+			})
+		}
 		cached, good = rowCached(row), known
 	}
 	// Rows 5–6 first: a key whose result is committed replays it (or is a

@@ -232,6 +232,12 @@ func queueTickets(ctx *raftfsm.ApplyContext, o store.Order, kind string) (int, e
 	if err != nil {
 		return 0, err
 	}
+	return queueTicketsTo(ctx, printers, o, kind)
+}
+
+// queueTicketsTo is queueTickets with the printers already read (an
+// order's Apply has them in the admission state).
+func queueTicketsTo(ctx *raftfsm.ApplyContext, printers []store.Printer, o store.Order, kind string) (int, error) {
 	n := 0
 	for _, p := range printers {
 		doc := escpos.Doc{Kind: kind, Number: ticketNumber(o), Table: o.TableID, AtMs: orderTimeMs(o, ctx.WallTime)}

@@ -97,6 +97,9 @@ type Service struct {
 	catalog      catalog  // menu cache for validating carts
 	pins         pinGuard // wrong PINs in flight on this node
 	// proposals caps guest order proposals per session and per address;
+	// admit is the FSM's admission state (admitstate.go), which the
+	// replay check reads which order a key replays from (preadmit.go).
+	admit *admitState
 	// rejections counts the orders answered before proposing (preadmit.go).
 	proposals  windowLimiter
 	rejections rejectionCounts
@@ -161,6 +164,9 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, &node.ConfigError{Setting: "staff.token_secret", Problem: err.Error()}
 	}
+	// nil when the node applies with another table (a test's old build):
+	// the replay check then reads the files.
+	s.admit, _ = n.FSM().Registry().Memory().(*admitState)
 	s.hub = stream.NewHub(10000, n.FSM().Applied())
 	n.FSM().SetListener(s.publish)
 	n.FSM().SetRestoreListener(s.hub.Reset)

@@ -159,6 +159,13 @@ var epochs atomic.Uint64
 // newEpoch says the files changed other than by applying in order.
 func (f *FSM) newEpoch() { f.epoch.Store(epochs.Add(1)) }
 
+// Epoch is the ApplyContext.Epoch the next entry is applied with: memory
+// a domain built at another epoch no longer holds the files.
+func (f *FSM) Epoch() uint64 { return f.epoch.Load() }
+
+// Registry is the dispatch table the FSM applies with.
+func (f *FSM) Registry() *Registry { return f.reg }
+
 func (f *FSM) openFiles() error {
 	bpath := filepath.Join(f.dir, boltFile)
 	// NoSync: the Raft log is the durable part; the FSM files are rebuilt

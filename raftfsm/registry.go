@@ -84,7 +84,18 @@ type Registry struct {
 	allowed LevelTable
 	// onApplied hears of every entry a handler applied (OnApplied).
 	onApplied func(ctx *ApplyContext, t CommandType)
+	// memory is the domain's memory of the files (SetMemory).
+	memory any
 }
+
+// SetMemory hands the FSM the domain's memory of the files (what its
+// handlers keep between entries), so the domain's read side, which has
+// the FSM and not the handlers, can find it again (Memory). The FSM only
+// keeps it.
+func (r *Registry) SetMemory(m any) { r.memory = m }
+
+// Memory is what SetMemory was given (nil: nothing).
+func (r *Registry) Memory() any { return r.memory }
 
 // OnApplied installs fn, called on the apply path after each command
 // whatever its type was applied without error, with that command's

@@ -95,7 +95,7 @@ func openSQLite(path string) (w, r *sql.DB, err error) {
 const (
 	recTable = 'T'
 	recRow   = 'R'
-	recIndex = 'I'
+	recIndex = 'I' // a statement run after every row: an index, an AUTOINCREMENT counter
 	recEnd   = 'E'
 
 	valNull  = 0
@@ -150,8 +150,58 @@ func dumpSQLite(q queryer, w io.Writer) error {
 		bw.WriteByte(recIndex)
 		writeStr(bw, ix.sql)
 	}
+	seqs, err := sequenceStatements(q)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range seqs {
+		bw.WriteByte(recIndex)
+		writeStr(bw, stmt)
+	}
 	bw.WriteByte(recEnd)
 	return bw.Flush()
+}
+
+// sequenceStatements sets, after the rows are loaded, each AUTOINCREMENT
+// table's counter in sqlite_sequence to what it is here. Without them a
+// loaded copy hands out max(rowid)+1 next, which is lower than here once
+// the newest rows were deleted (a printed kitchen ticket's job, a synced
+// outbox row): a box restored from a snapshot would then give the next
+// print job or call another number than the other boxes, and a command
+// naming that number (a job printed, a call answered) would act on
+// different rows on different boxes. They ride in index records, which
+// every loader (older builds too) runs as they are after the rows, so a
+// snapshot from this build restores the counters on any build.
+func sequenceStatements(q queryer) ([]string, error) {
+	rows, err := q.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'`)
+	if err != nil {
+		return nil, fmt.Errorf("dump sequences: %w", err)
+	}
+	exists := rows.Next()
+	rows.Close()
+	if !exists {
+		return nil, nil // no AUTOINCREMENT table yet
+	}
+	rows, err = q.Query(`SELECT name, seq FROM sqlite_sequence ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("dump sequences: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		var seq int64
+		if err := rows.Scan(&name, &seq); err != nil {
+			return nil, fmt.Errorf("dump sequences: %w", err)
+		}
+		lit := "'" + strings.ReplaceAll(name, "'", "''") + "'"
+		// The rows' inserts left max(rowid) there, or no row at all for an
+		// empty table: set it either way.
+		out = append(out,
+			fmt.Sprintf("UPDATE sqlite_sequence SET seq = %d WHERE name = %s", seq, lit),
+			fmt.Sprintf("INSERT INTO sqlite_sequence(name, seq) SELECT %s, %d WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = %s)", lit, seq, lit))
+	}
+	return out, rows.Err()
 }
 
 func dumpRows(q queryer, table string, bw *bufio.Writer) error {
