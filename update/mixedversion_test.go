@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"masterorder/api/apitest"
-	"masterorder/bench"
 	"masterorder/internal/filestate"
 	"masterorder/orders"
 	"masterorder/update"
@@ -62,35 +60,15 @@ func TestMixedVersionStoreNeverDiverges(t *testing.T) {
 	// The guests: the bench's storm (double taps on one key, a second key
 	// with the same cart, lost answers resent), checked for lost and
 	// duplicated orders at the end.
-	watch := &orderWatch{base: http.DefaultTransport}
-	var urls []string
-	for _, id := range s.ids {
-		urls = append(urls, "http://"+s.http[id])
-	}
-	cfg := bench.Config{URLs: urls, Tables: 8, GuestsPerTable: 3, Duration: 15 * time.Minute,
-		DoubleTap: 0.15, KeyChange: 0.15, LostResponse: 0.15, StaffPassword: staffPW, RequestTimeout: 10 * time.Second,
-		Transport: func(rt http.RoundTripper) http.RoundTripper { watch.base = rt; return apitest.Wrap(t, watch) }}
-	sig := &startSignal{ch: make(chan struct{})}
-	cfg.Progress = sig
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var rep *bench.Report
-	var benchErr error
-	benchDone := make(chan struct{})
-	go func() { defer close(benchDone); rep, benchErr = bench.Run(ctx, cfg) }()
-	select {
-	case <-sig.ch:
-	case <-benchDone:
-		t.Fatalf("bench ended before its order phase: %v", benchErr)
-	}
+	storm := s.startStorm(t, 8, 15*time.Minute, 0.15)
+	watch := storm.watch
 	// The staff and the rest of the guests' commands beside it.
 	side := &sideLoad{s: s, counts: map[string]int{}}
 	side.setup(t)
 	sideDone := make(chan struct{})
-	go func() { defer close(sideDone); side.run(ctx) }()
+	go func() { defer close(sideDone); side.run(storm.ctx) }()
 	stopLoad := func() {
-		cancel()
-		<-benchDone
+		storm.stop()
 		<-sideDone
 	}
 	defer stopLoad()
@@ -155,22 +133,7 @@ func TestMixedVersionStoreNeverDiverges(t *testing.T) {
 	sideMixed := side.total() - sideAtMixed
 	time.Sleep(15 * time.Second) // all new
 	stopLoad()
-	if benchErr != nil {
-		t.Fatalf("bench: %v", benchErr)
-	}
-
-	var sb strings.Builder
-	rep.WriteText(&sb)
-	t.Logf("bench report:\n%s", sb.String())
-	if len(rep.Duplicates) > 0 || len(rep.Lost) > 0 {
-		t.Errorf("duplicated %v, lost %v", rep.Duplicates, rep.Lost)
-	}
-	for _, p := range rep.Problems {
-		t.Errorf("bench problem: %s", p)
-	}
-	if rep.Acknowledged == 0 {
-		t.Error("no order was acknowledged")
-	}
+	storm.check(t)
 	if side.failure != "" {
 		t.Errorf("side load: %s", side.failure)
 	}

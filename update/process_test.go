@@ -571,27 +571,9 @@ func TestRollingUpdateUnderLoad(t *testing.T) {
 	// updated last, and its new system fails there.
 	first = s.waitLeader(processWait)
 	s.boxes[first].broken.Store(true)
-	watch := &orderWatch{base: http.DefaultTransport}
-	var urls []string
-	for _, id := range s.ids {
-		urls = append(urls, "http://"+s.http[id])
-	}
-	cfg := bench.Config{URLs: urls, Tables: 12, GuestsPerTable: 3, Duration: 6 * time.Minute,
-		DoubleTap: 0.1, KeyChange: 0.1, LostResponse: 0.1, StaffPassword: staffPW, RequestTimeout: 10 * time.Second,
-		Transport: func(rt http.RoundTripper) http.RoundTripper { watch.base = rt; return apitest.Wrap(t, watch) }}
-	sig := &startSignal{ch: make(chan struct{})}
-	cfg.Progress = sig
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var rep *bench.Report
-	var benchErr error
-	benchDone := make(chan struct{})
-	go func() { defer close(benchDone); rep, benchErr = bench.Run(ctx, cfg) }()
-	select {
-	case <-sig.ch:
-	case <-benchDone:
-		t.Fatalf("bench ended before its order phase: %v", benchErr)
-	}
+	storm := s.startStorm(t, 12, 6*time.Minute, 0.1)
+	defer storm.stop()
+	watch := storm.watch
 	time.Sleep(2 * time.Second)
 	started := time.Now()
 	code, b = s.postJSON(follower, "/api/staff/update/start", map[string]any{})
@@ -626,25 +608,9 @@ func TestRollingUpdateUnderLoad(t *testing.T) {
 	rolloutTime := time.Since(started)
 	// The store keeps taking orders in the mixed state.
 	time.Sleep(10 * time.Second)
-	cancel()
-	<-benchDone
+	storm.stop()
 	ended := time.Now()
-	if benchErr != nil {
-		t.Fatalf("bench: %v", benchErr)
-	}
-
-	var sb strings.Builder
-	rep.WriteText(&sb)
-	t.Logf("bench report:\n%s", sb.String())
-	if len(rep.Duplicates) > 0 || len(rep.Lost) > 0 {
-		t.Errorf("duplicated %v, lost %v", rep.Duplicates, rep.Lost)
-	}
-	for _, p := range rep.Problems {
-		t.Errorf("bench problem: %s", p)
-	}
-	if rep.Acknowledged == 0 {
-		t.Error("no order was acknowledged")
-	}
+	storm.check(t)
 	watch.mu.Lock()
 	fivexx := watch.fivexx
 	accepted := len(watch.accepted)
@@ -715,6 +681,65 @@ func (s *store) request2(id, method, path string, body any) (int, []byte) {
 
 // startSignal is the bench's progress writer: its first line means the
 // order phase has begun.
+// guestStorm is the bench's guest storm against every box of a store
+// (double taps on one key, a second key with the same cart, lost answers
+// resent), every response seen by watch.
+type guestStorm struct {
+	watch *orderWatch
+	ctx   context.Context
+	stop  func() // ends the storm and waits for it (again: nothing)
+	rep   *bench.Report
+	err   error
+}
+
+// startStorm starts the storm and returns once it sends orders.
+func (s *store) startStorm(t *testing.T, tables int, d time.Duration, faults float64) *guestStorm {
+	t.Helper()
+	g := &guestStorm{watch: &orderWatch{base: http.DefaultTransport}}
+	var urls []string
+	for _, id := range s.ids {
+		urls = append(urls, "http://"+s.http[id])
+	}
+	cfg := bench.Config{URLs: urls, Tables: tables, GuestsPerTable: 3, Duration: d,
+		DoubleTap: faults, KeyChange: faults, LostResponse: faults, StaffPassword: staffPW, RequestTimeout: 10 * time.Second,
+		Transport: func(rt http.RoundTripper) http.RoundTripper { g.watch.base = rt; return apitest.Wrap(t, g.watch) }}
+	sig := &startSignal{ch: make(chan struct{})}
+	cfg.Progress = sig
+	ctx, cancel := context.WithCancel(context.Background())
+	g.ctx = ctx
+	done := make(chan struct{})
+	go func() { defer close(done); g.rep, g.err = bench.Run(ctx, cfg) }()
+	g.stop = func() { cancel(); <-done }
+	select {
+	case <-sig.ch:
+	case <-done:
+		t.Fatalf("bench ended before its order phase: %v", g.err)
+	}
+	return g
+}
+
+// check requires, after stop, what every storm must show: no
+// acknowledged order lost or taken twice, no bench problem, and some
+// orders acknowledged.
+func (g *guestStorm) check(t *testing.T) {
+	t.Helper()
+	if g.err != nil {
+		t.Fatalf("bench: %v", g.err)
+	}
+	var sb strings.Builder
+	g.rep.WriteText(&sb)
+	t.Logf("bench report:\n%s", sb.String())
+	if len(g.rep.Duplicates) > 0 || len(g.rep.Lost) > 0 {
+		t.Errorf("duplicated %v, lost %v", g.rep.Duplicates, g.rep.Lost)
+	}
+	for _, p := range g.rep.Problems {
+		t.Errorf("bench problem: %s", p)
+	}
+	if g.rep.Acknowledged == 0 {
+		t.Error("no order was acknowledged")
+	}
+}
+
 type startSignal struct {
 	once sync.Once
 	ch   chan struct{}
