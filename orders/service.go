@@ -96,10 +96,10 @@ type Service struct {
 	sealer       *cloudSealer
 	catalog      catalog  // menu cache for validating carts
 	pins         pinGuard // wrong PINs in flight on this node
-	// proposals caps guest order proposals per session and per address;
 	// admit is the FSM's admission state (admitstate.go), which the
 	// replay check reads which order a key replays from (preadmit.go).
 	admit *admitState
+	// proposals caps guest order proposals per session and per address;
 	// rejections counts the orders answered before proposing (preadmit.go).
 	proposals  windowLimiter
 	rejections rejectionCounts
