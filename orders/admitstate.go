@@ -209,10 +209,9 @@ func (s *admitState) addReplay(sessionID string, r store.Replayed, seq, keyUntil
 // false when the memory does not hold the files at epoch, the FSM's
 // current one (not built yet, dropped, or the files were reopened), or
 // the session is not active in it, and the caller reads the files
-// instead. The memory may be ahead of the
-// files by the entries of the FSM's open group: they are committed in
-// Raft, so what they replay is final, and a key found nowhere is decided
-// by Apply as before.
+// instead. The memory may be ahead of the files by the entries of the
+// FSM's open group: they are committed in Raft, so what they replay is
+// final, and a key found nowhere is decided by Apply as before.
 func (s *admitState) keyReplay(epoch uint64, sessionID, requestID string, now int64) (r store.Replayed, found, usable bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
