@@ -14,6 +14,7 @@ import (
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
+	"masterorder/orders/printing/printertest"
 )
 
 // Issue 41: a snapshot restore and a replay from an old log give the same
@@ -49,6 +50,13 @@ func TestSnapshotRestoreAndLogReplayLeaveTheSameFiles(t *testing.T) {
 		nd.FSM().SetRestoreListener(func(applied uint64) { restored[i].Store(applied) })
 	}
 	s.seedMenu()
+	// A kitchen printer: every admitted order queues a ticket, which the
+	// leader prints and the store then deletes, so the print jobs'
+	// AUTOINCREMENT counter is ahead of the table's rows when the away box
+	// is sent a snapshot (a restored box must number the next job as the
+	// others do: it did not before snapshots carried sqlite_sequence).
+	printer := printertest.Start(t)
+	s.addPrinter("p1", printer.Addr, false)
 	w := &mixedLoad{s: s, outcomes: map[string]int{}}
 	for range 40 {
 		w.open()
@@ -80,6 +88,12 @@ func TestSnapshotRestoreAndLogReplayLeaveTheSameFiles(t *testing.T) {
 		}
 		w.run(40)
 		li = notReplayer()
+		// Every ticket printed and its job deleted first: the snapshot then
+		// holds no print job, and its counter only in sqlite_sequence.
+		waitTill(t, "the kitchen tickets to be printed", 60*time.Second, func() bool {
+			p := s.printers(li)
+			return len(p) == 1 && p[0].Queued == 0
+		})
 		if err := s.c.Nodes[li].Raft().Snapshot().Error(); err != nil {
 			t.Logf("leader snapshot: %v", err)
 		}
@@ -121,6 +135,9 @@ func TestSnapshotRestoreAndLogReplayLeaveTheSameFiles(t *testing.T) {
 		if w.outcomes[want] == 0 {
 			t.Errorf("no %s answer: the load did not mix (%v)", want, w.outcomes)
 		}
+	}
+	if originals, _, _ := printer.Tickets(); len(originals) == 0 {
+		t.Error("no kitchen ticket printed: the print jobs' numbers were not exercised")
 	}
 	t.Logf("answers %v; staff writes %d; the away box restored at index %d", w.outcomes, w.staffWrites, restored[away].Load())
 
