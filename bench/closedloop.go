@@ -439,14 +439,7 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 // reports whether it is now another node: then the order goes there at
 // once, as a phone's next request through the store's name would.
 func (cl *closedLoop) followLeader(ctx context.Context, seen uint64) bool {
-	if cl.leader == nil {
-		return false
-	}
-	changed, err := cl.leader.resolve(ctx, seen, leaderResolveWait)
-	if err != nil && ctx.Err() == nil {
-		cl.note("--leader-only: " + err.Error() + "; orders went on to the last leader meanwhile")
-	}
-	return changed
+	return cl.leader != nil && cl.leader.follow(ctx, seen)
 }
 
 // readCounters reads every node's order counters at once (the start or the

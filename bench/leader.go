@@ -164,9 +164,18 @@ func (lt *leaderTracker) stillLeader(ctx context.Context) {
 	if s, err := lt.role(ctx, lt.r.urls[i]); err == nil && s.State == "leader" && !s.Stale {
 		return
 	}
-	if _, err := lt.resolve(ctx, g, leaderResolveWait); err != nil && ctx.Err() == nil {
+	lt.follow(ctx, g)
+}
+
+// follow searches for the leader again (resolve, bounded by
+// leaderResolveWait) and reports whether it is now another node; a search
+// that found none goes in the report's notes.
+func (lt *leaderTracker) follow(ctx context.Context, seen uint64) (changed bool) {
+	changed, err := lt.resolve(ctx, seen, leaderResolveWait)
+	if err != nil && ctx.Err() == nil {
 		lt.r.note("--leader-only: " + err.Error() + "; orders went on to the last leader meanwhile")
 	}
+	return changed
 }
 
 // watch runs stillLeader every lt.recheck until ctx ends.

@@ -414,7 +414,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 	}
 	order.CreatedAt, order.UpdatedAt = store.FormatTime(ctx.WallTime), store.FormatTime(ctx.WallTime)
 	// The kitchen tickets go in the same Apply: no order without its jobs.
-	if _, err := queueTicketsTo(ctx, p.st.printers, order, escpos.KindTicket); err != nil {
+	if _, err := queueTicketsTo(ctx, st.printers, order, escpos.KindTicket); err != nil {
 		return nil, err
 	}
 	emitOrder(ctx, "order.created", order)
