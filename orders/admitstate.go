@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"masterorder/kv"
@@ -54,6 +55,10 @@ type admitState struct {
 	ticket   store.TicketCounter
 	ids      map[int64]struct{} // order ids in use, live or archived
 	printers []store.Printer    // printer ids and stations, as PrinterStations reads them (the kitchen tickets)
+	// newestID is the id of the newest order applied here (0: none since
+	// start), for the proposer's next candidate (orderids.go); Apply never
+	// reads it.
+	newestID atomic.Int64
 
 	nextPrune int64 // FSM time of the next sweep of lapsed entries
 	// rebuildAlways builds the memory again before every command (tests:
@@ -533,16 +538,15 @@ func (s *admitState) takeStock(ctx *raftfsm.ApplyContext, need []skuUnits) error
 // freeID is the first id from candidate on (wrapping at 2^31-1) that no
 // order, live or archived, holds: insertOrder's walk, from memory.
 func (s *admitState) freeID(ctx *raftfsm.ApplyContext, candidate int64) (int64, error) {
-	const max = 1<<31 - 1
 	id := candidate
-	if id < 1 || id > max {
-		id = int64(ctx.Index%max) + 1
+	if id < 1 || id > maxOrderID {
+		id = int64(ctx.Index%maxOrderID) + 1
 	}
 	for i := 0; i < 1_000_000; i++ {
 		if _, taken := s.ids[id]; !taken {
 			return id, nil
 		}
-		id = id%max + 1
+		id = id%maxOrderID + 1
 	}
 	return 0, errOrderIDsExhausted
 }

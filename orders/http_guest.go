@@ -216,7 +216,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	cmd := placeOrderCmd{
 		SessionID: sessionID, RequestID: key, ClientID: clientID, Source: source, Node: s.cfg.NodeID,
 		Items: lines, Fingerprint: admission.Fingerprint(sessionID, lines), ExpectedTotal: req.ExpectedTotal,
-		AllowRepeat: req.AllowRepeat, CandidateID: randomOrderID(), Windows: s.windows(), Attempt: newRequestID(),
+		AllowRepeat: req.AllowRepeat, CandidateID: s.orderCandidate(), Windows: s.windows(), Attempt: newRequestID(),
 	}
 	// Certain rejections and committed replays are answered from the local
 	// replica, so a guest cannot write to the log faster than the

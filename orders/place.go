@@ -505,7 +505,7 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// insertOrder saves o under the proposer's random candidate id; on a
+// insertOrder saves o under the proposer's candidate id; on a
 // collision it walks to the next free id, the same way on every node (the
 // ids in use are in st's memory: the walk reads no file).
 func insertOrder(ctx *raftfsm.ApplyContext, st *admitState, o store.Order, candidate int64, replay store.OrderReplay) (int64, error) {
@@ -522,6 +522,7 @@ func insertOrder(ctx *raftfsm.ApplyContext, st *admitState, o store.Order, candi
 		return 0, fmt.Errorf("admission state out of step with the files: order id %d is taken", id)
 	}
 	st.ids[id] = struct{}{}
+	st.newestID.Store(id)
 	return id, nil
 }
 

@@ -99,6 +99,8 @@ type Service struct {
 	// admit is the FSM's admission state (admitstate.go), which the
 	// replay check reads which order a key replays from (preadmit.go).
 	admit *admitState
+	// ids chooses each guest order's candidate id (orderids.go).
+	ids orderIDs
 	// proposals caps guest order proposals per session and per address;
 	// rejections counts the orders answered before proposing (preadmit.go).
 	proposals  windowLimiter
@@ -167,6 +169,7 @@ func New(n *node.Node, dom Config, opts Options) (*Service, error) {
 	// nil when the node applies with another table (a test's old build):
 	// the replay check then reads the files.
 	s.admit, _ = n.FSM().Registry().Memory().(*admitState)
+	s.ids.random = randomOrderID
 	s.hub = stream.NewHub(10000, n.FSM().Applied())
 	n.FSM().SetListener(s.publish)
 	n.FSM().SetRestoreListener(s.hub.Reset)
@@ -379,7 +382,18 @@ func (s *Service) windows() Windows {
 		PayloadMs: a.PayloadWindow.Milliseconds(), IdempotencyMs: a.IdempotencyTTL.Milliseconds()}
 }
 
-// randomOrderID is the proposer's candidate: random 31-bit, non-zero.
+// orderCandidate is the candidate id of a guest order this box proposes:
+// the next after the newest order it applied (orderids.go).
+func (s *Service) orderCandidate() int64 {
+	var newest int64
+	if s.admit != nil {
+		newest = s.admit.newestID.Load()
+	}
+	return s.ids.candidate(newest)
+}
+
+// randomOrderID is a random 31-bit id, non-zero: where a box's run of
+// candidate ids starts when it knows no order yet.
 func randomOrderID() int64 {
 	var b [4]byte
 	rand.Read(b[:])
