@@ -16,7 +16,7 @@ func TestOrderCandidatesRunInSequence(t *testing.T) {
 	want(0, 777) // no order known: the random start
 	want(0, 778)
 	want(0, 779)
-	want(778, 780)  // its own proposals are ahead of what it applied
+	want(778, 780)   // its own proposals are ahead of what it applied
 	want(5000, 5001) // another box's orders moved the store on
 	want(5001, 5002)
 	want(maxOrderID-1, maxOrderID)
