@@ -162,7 +162,7 @@ func (g *admitGen) order() *raft.Log {
 		total := int64(1020)
 		c.ExpectedTotal = &total
 	}
-	v := uint8(3 + g.r.IntN(3)) // 3, 4 and 5: windows in the KV, binary, in the row
+	v := uint8(3 + g.r.IntN(4)) // 3–6: windows in the KV, binary, in the row, the cooldown as a record
 	if g.r.IntN(10) == 0 {
 		v = uint8(1 + g.r.IntN(2))
 	}

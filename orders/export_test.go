@@ -31,6 +31,9 @@ func RegisterGateNew(reg *raftfsm.Registry) {
 	registerLevels(reg, []map[raftfsm.CommandType]uint8{{}, commandVersions})
 }
 
+// NewestVersion is the newest version of t this build applies.
+func NewestVersion(t raftfsm.CommandType) uint8 { return versionOf(t) }
+
 // ProposedVersion is the version s proposes for t now.
 func (s *Service) ProposedVersion(t raftfsm.CommandType) uint8 { return s.version(t) }
 

@@ -29,6 +29,9 @@ var featureLevels = cumulative(
 	// Level 2: the store's time zone set from the console (timezone.go)
 	// and a manager's clock (clock.go).
 	map[raftfsm.CommandType]uint8{CmdShopTimeZone: 1, CmdSetClock: 1},
+	// Level 3: a guest's cooldown as a record named by its order's index
+	// (placeOrder 6, cooldowns.go).
+	map[raftfsm.CommandType]uint8{CmdPlaceOrder: 6},
 )
 
 // cumulative makes each level from the one before it and what it changes.

@@ -244,8 +244,8 @@ func (p *placement) checkWindows() ([]byte, error) {
 	guest := p.guest()
 	if guest {
 		// Row 8: the client's cooldown after its last success.
-		if e, live := st.window(keyCooldown(c.ClientID), now); live {
-			return p.rejected(http.StatusTooManyRequests, "COOLDOWN_ACTIVE", e.ExpiresAt-now, nil)
+		if end, live := st.cooldown(c.ClientID, now); live {
+			return p.rejected(http.StatusTooManyRequests, "COOLDOWN_ACTIVE", end-now, nil)
 		}
 	}
 	// Row 9: checkout holds the session lock.
@@ -449,7 +449,8 @@ func kvUntil(now, ms int64) int64 {
 // startWindows opens a guest's cooldown and burst window after a success
 // (rows 8 and 10 of the next order) and, with the cached result of an
 // older version, the cart's window as a KV key (row 11; version 5 keeps
-// it in the order's row and caches nothing).
+// it in the order's row and caches nothing). Version 6 writes the
+// cooldown as a record named by the order's index (cooldowns.go).
 func (p *placement) startWindows(cached []byte) error {
 	c, tx, st := p.c, p.tx, p.st
 	if cached != nil && c.Windows.PayloadMs > 0 {
@@ -458,7 +459,13 @@ func (p *placement) startWindows(cached []byte) error {
 		}
 	}
 	if c.Windows.CooldownMs > 0 {
-		if err := st.put(tx, keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs)); err != nil {
+		var err error
+		if p.ctx.Version >= placeCooldownRecordVersion {
+			err = st.startCooldown(p.ctx, tx, c.ClientID, c.Windows.CooldownMs)
+		} else {
+			err = st.put(tx, keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs))
+		}
+		if err != nil {
 			return err
 		}
 	}

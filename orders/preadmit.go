@@ -72,7 +72,7 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 			cached, good = decodeCached(e.Value)
 			return
 		}
-		status, reason, wait = windowRefusal(tx, cmd)
+		status, reason, wait = s.windowRefusal(tx, cmd)
 	})
 	if err == nil && !known {
 		// An order of version 5 or later keeps its key in its row, and
@@ -134,7 +134,7 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		if err != nil {
 			return reject(status, reason, wait)
 		}
-		err = kvc.Read(func(tx *kv.Tx) { status, reason, wait = windowRefusal(tx, cmd) })
+		err = kvc.Read(func(tx *kv.Tx) { status, reason, wait = s.windowRefusal(tx, cmd) })
 		if err == nil && reason != "" {
 			return reject(status, reason, wait)
 		}
@@ -182,10 +182,23 @@ func (s *Service) sessionClosedNow(ctx context.Context, sessionID string) (close
 }
 
 // windowRefusal is the first of rows 8–10 the local replica refuses with.
-func windowRefusal(tx *kv.Tx, cmd placeOrderCmd) (status int, reason string, waitMs int64) {
+// The cooldown is a KV key or (version 6) a record the admission state
+// holds by client; without a usable memory only the key is seen here,
+// and Apply judges the records.
+func (s *Service) windowRefusal(tx *kv.Tx, cmd placeOrderCmd) (status int, reason string, waitMs int64) {
 	now := tx.Now()
-	if e, live := tx.Get(keyCooldown(cmd.ClientID)); live {
-		return http.StatusTooManyRequests, "COOLDOWN_ACTIVE", e.ExpiresAt - now
+	var end int64
+	e, live := tx.Get(keyCooldown(cmd.ClientID))
+	if live {
+		end = e.ExpiresAt
+	}
+	if s.admit != nil {
+		if rec, recLive, _ := s.admit.recordCooldown(s.node.FSM().Epoch(), cmd.ClientID, now); recLive && (!live || (end != 0 && rec > end)) {
+			end, live = rec, true
+		}
+	}
+	if live {
+		return http.StatusTooManyRequests, "COOLDOWN_ACTIVE", end - now
 	}
 	if e, live := tx.Get(keySessionLock(cmd.SessionID)); live {
 		return http.StatusConflict, "SESSION_BUSY", min(e.ExpiresAt-now, 5000)

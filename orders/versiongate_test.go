@@ -166,8 +166,8 @@ func TestVersionGateDuringRollingUpdate(t *testing.T) {
 	pending[2].Store(false)
 	waitLevel(2)
 	for i := range s.c.Nodes {
-		if v := s.svcs[i].ProposedVersion(orders.CmdPlaceOrder); v != 5 {
-			t.Fatalf("box %d at level 2 proposes placeOrder version %d, want 5", i, v)
+		if v, want := s.svcs[i].ProposedVersion(orders.CmdPlaceOrder), orders.NewestVersion(orders.CmdPlaceOrder); v != want {
+			t.Fatalf("box %d at level 2 proposes placeOrder version %d, want %d", i, v, want)
 		}
 	}
 	traffic(0, 1, 2)
