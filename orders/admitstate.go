@@ -55,10 +55,10 @@ type admitState struct {
 	// cooldowns is each client's cooldown end from version 6's records
 	// (cooldowns.go); mu guards it for the receiving box's check.
 	cooldowns map[string]int64
-	stock    map[string]int64         // tracked skus
-	ticket   store.TicketCounter
-	ids      map[int64]struct{} // order ids in use, live or archived
-	printers []store.Printer    // printer ids and stations, as PrinterStations reads them (the kitchen tickets)
+	stock     map[string]int64 // tracked skus
+	ticket    store.TicketCounter
+	ids       map[int64]struct{} // order ids in use, live or archived
+	printers  []store.Printer    // printer ids and stations, as PrinterStations reads them (the kitchen tickets)
 	// newestID is the id of the newest order applied here (0: none since
 	// start), for the proposer's next candidate (orderids.go); Apply never
 	// reads it.
