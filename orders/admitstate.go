@@ -41,8 +41,8 @@ import (
 // Only the apply path writes it (one Apply at a time, under the FSM's
 // apply lock). The guest handler's checks before proposing read which
 // order a key replays (keyReplay) and the cooldown records
-// (recordCooldown) beside it: mu guards what those reads walk — the
-// sessions map, each session's byKey, cooldowns, built and epoch — and
+// (recordWindows, recordBurstLocks) beside it: mu guards what those reads walk — the
+// sessions map, each session's byKey, records, built and epoch — and
 // only the apply path's writes to them take it (its own reads need not).
 type admitState struct {
 	mu    sync.RWMutex
@@ -52,13 +52,14 @@ type admitState struct {
 	catalogV int64
 	sessions map[string]*admitSession // active sessions
 	windows  map[string]kvWindow      // the gate's KV keys (gateKey)
-	// cooldowns is each client's cooldown end from version 6's records
-	// (cooldowns.go); mu guards it for the receiving box's check.
-	cooldowns map[string]int64
-	stock     map[string]int64 // tracked skus
-	ticket    store.TicketCounter
-	ids       map[int64]struct{} // order ids in use, live or archived
-	printers  []store.Printer    // printer ids and stations, as PrinterStations reads them (the kitchen tickets)
+	// records is each phone's cooldown and each session's burst window
+	// from version 6's records (windowrecords.go); mu guards it for the
+	// receiving box's reads.
+	records  windowRecords
+	stock    map[string]int64 // tracked skus
+	ticket   store.TicketCounter
+	ids      map[int64]struct{} // order ids in use, live or archived
+	printers []store.Printer    // printer ids and stations, as PrinterStations reads them (the kitchen tickets)
 	// newestID is the id of the newest order applied here (0: none since
 	// start), for the proposer's next candidate (orderids.go); Apply never
 	// reads it.
@@ -180,10 +181,10 @@ func (s *admitState) rebuild(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 	s.catalogV, s.stock, s.ticket, s.ids, s.printers = v, stock, ticket, ids, printers
 	s.windows = map[string]kvWindow{}
 	s.reloadWindows(tx, gatePrefixes...)
-	cooldowns := loadCooldowns(tx)
+	records := loadWindowRecords(tx)
 	s.nextPrune = ctx.Now + admitPruneEveryMs
 	s.mu.Lock()
-	s.sessions, s.cooldowns, s.built, s.epoch = sessions, cooldowns, true, ctx.Epoch
+	s.sessions, s.records, s.built, s.epoch = sessions, records, true, ctx.Epoch
 	s.mu.Unlock()
 	return nil
 }
@@ -276,7 +277,7 @@ func (s *admitState) prune(now int64) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pruneCooldowns(now)
+	s.records.prune(now)
 	for _, a := range s.sessions {
 		for k, r := range a.byKey {
 			if r.until <= now {

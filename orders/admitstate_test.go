@@ -195,7 +195,7 @@ func (g *admitGen) next() *raft.Log {
 		return g.entry(CmdCheckout, versionOf(CmdCheckout), checkoutCmd{SessionID: g.session(), Node: "a", Payment: "cash"})
 	case n < 83:
 		key := []string{keyBurst(g.session()), keySessionLock(g.session()), keyCooldown(g.pick(g.clients))}[g.r.IntN(3)]
-		return g.entry(CmdForceRelease, uint8(1+g.r.IntN(2)), forceReleaseCmd{Key: key, Node: "a"})
+		return g.entry(CmdForceRelease, uint8(1+g.r.IntN(3)), forceReleaseCmd{Key: key, Node: "a"})
 	case n < 86:
 		return g.entry(CmdHousekeeping, 1, housekeepingCmd{Limit: 3, ArchiveKeepMs: 5000, AuditKeepMs: 5000})
 	case n < 88:

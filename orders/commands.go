@@ -48,15 +48,17 @@ const (
 // command and its cached result in binary (placecodec.go). Version 5: the
 // same command; the admitted order's row holds its key's result and its
 // cart's window, which were two KV keys (place.go, store/replay.go).
-// Version 6: the same command; the guest's cooldown is a KV record named
-// by the order's Raft index, which appends, instead of a key per phone
-// (cooldowns.go).
+// Version 6: the same command; the guest's cooldown and the session's
+// burst window are one KV record named by the order's Raft index, which
+// appends, instead of a key per phone and one per session
+// (windowrecords.go). Version 3 of forceRelease: a burst window held in
+// such a record is released too.
 //
 // Version 3 of checkout: the receipt's lines name their options and
 // toppings (printing.go).
 var commandVersions = map[raftfsm.CommandType]uint8{
 	CmdSetStock: 2, CmdPlaceOrder: 6, CmdSetOrderStatus: 2, CmdCheckoutBegin: 2,
-	CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 2, CmdReprint: 2,
+	CmdCheckoutCancel: 2, CmdCheckout: 3, CmdForceRelease: 3, CmdReprint: 2,
 	CmdUpsertMenu: 2, // the item's words (content patch, content.go)
 	CmdCloudState: 2, // the setting it is about and the problem's kind (cloud.go)
 }
@@ -101,7 +103,7 @@ func registerTable(tab commandTable) {
 	register(tab, CmdSetOrderStatus, "orders.setOrderStatus", applySetOrderStatus)
 	// security.go
 	register(tab, CmdPINFailure, "orders.pinFailure", applyPINFailure)
-	register(tab, CmdForceRelease, "orders.forceRelease", applyForceRelease)
+	register(tab, CmdForceRelease, "orders.forceRelease", forceReleaseWith(tab.admit))
 	register(tab, CmdRevokeToken, "orders.revokeToken", applyRevokeToken)
 	register(tab, CmdLoginFailure, "orders.loginFailure", applyLoginFailure)
 	register(tab, CmdResetPIN, "orders.resetPIN", applyResetPIN)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -497,6 +498,9 @@ func (s *Service) listLocks(c echo.Context) error {
 	if err != nil {
 		return s.failErr(c, err)
 	}
+	if entries, err = s.withRecordBursts(entries, prefix, 1000); err != nil {
+		return s.failErr(c, err)
+	}
 	// Expiry is FSM time; show it on this box's wall clock.
 	now, wall := s.node.FSMNow(), time.Now()
 	out := make([]lockView, 0, len(entries))
@@ -508,6 +512,47 @@ func (s *Service) listLocks(c echo.Context) error {
 		out = append(out, v)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"locks": out})
+}
+
+// withRecordBursts adds to a listing under prefix the burst windows held
+// in window records (placeOrder 6, windowrecords.go) as the burst:{session}
+// keys they replace: the later end where a key and a record name the same
+// session.
+func (s *Service) withRecordBursts(entries []kv.Entry, prefix string, limit int) ([]kv.Entry, error) {
+	if !strings.HasPrefix(prefixBurst, prefix) && !strings.HasPrefix(prefix, prefixBurst) {
+		return entries, nil
+	}
+	var bursts []kv.Entry
+	usable := false
+	if s.admit != nil {
+		bursts, usable = s.admit.recordBurstLocks(s.node.FSM().Epoch(), s.node.FSMNow())
+	}
+	if !usable {
+		if err := s.node.KV().Read(func(tx *kv.Tx) { bursts = loadWindowRecords(tx).burstLocks(tx.Now()) }); err != nil {
+			return nil, err
+		}
+	}
+	byKey := make(map[string]int, len(entries))
+	for i, e := range entries {
+		byKey[e.Key] = i
+	}
+	for _, b := range bursts {
+		if !strings.HasPrefix(b.Key, prefix) {
+			continue
+		}
+		if i, ok := byKey[b.Key]; ok {
+			if old := entries[i]; old.ExpiresAt != 0 && b.ExpiresAt > old.ExpiresAt {
+				entries[i] = b
+			}
+			continue
+		}
+		entries = append(entries, b)
+	}
+	slices.SortFunc(entries, func(a, b kv.Entry) int { return strings.Compare(a.Key, b.Key) })
+	if len(entries) > limit {
+		entries = entries[:limit]
+	}
+	return entries, nil
 }
 
 func (s *Service) releaseLock(c echo.Context) error {

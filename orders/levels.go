@@ -29,9 +29,10 @@ var featureLevels = cumulative(
 	// Level 2: the store's time zone set from the console (timezone.go)
 	// and a manager's clock (clock.go).
 	map[raftfsm.CommandType]uint8{CmdShopTimeZone: 1, CmdSetClock: 1},
-	// Level 3: a guest's cooldown as a record named by its order's index
-	// (placeOrder 6, cooldowns.go).
-	map[raftfsm.CommandType]uint8{CmdPlaceOrder: 6},
+	// Level 3: a guest's cooldown and burst window as a record named by
+	// its order's index, and their release (placeOrder 6, forceRelease 3;
+	// windowrecords.go).
+	map[raftfsm.CommandType]uint8{CmdPlaceOrder: 6, CmdForceRelease: 3},
 )
 
 // cumulative makes each level from the one before it and what it changes.

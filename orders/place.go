@@ -260,8 +260,8 @@ func (p *placement) checkWindows() ([]byte, error) {
 		return nil, nil
 	}
 	// Row 10: one order per session per burst window.
-	if e, live := st.window(keyBurst(c.SessionID), now); live {
-		return p.rejected(http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt-now, nil)
+	if end, live := st.burst(c.SessionID, now); live {
+		return p.rejected(http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", end-now, nil)
 	}
 	// Row 11: the same cart again within the window is the same order,
 	// unless the guest confirmed a repeat.
@@ -450,7 +450,8 @@ func kvUntil(now, ms int64) int64 {
 // (rows 8 and 10 of the next order) and, with the cached result of an
 // older version, the cart's window as a KV key (row 11; version 5 keeps
 // it in the order's row and caches nothing). Version 6 writes the
-// cooldown as a record named by the order's index (cooldowns.go).
+// cooldown and the burst window as one record named by the order's index
+// (windowrecords.go).
 func (p *placement) startWindows(cached []byte) error {
 	c, tx, st := p.c, p.tx, p.st
 	if cached != nil && c.Windows.PayloadMs > 0 {
@@ -458,14 +459,14 @@ func (p *placement) startWindows(cached []byte) error {
 			return err
 		}
 	}
-	if c.Windows.CooldownMs > 0 {
-		var err error
-		if p.ctx.Version >= placeCooldownRecordVersion {
-			err = st.startCooldown(p.ctx, tx, c.ClientID, c.Windows.CooldownMs)
-		} else {
-			err = st.put(tx, keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs))
+	if p.ctx.Version >= placeWindowRecordVersion {
+		if c.Windows.CooldownMs <= 0 && c.Windows.BurstMs <= 0 {
+			return nil
 		}
-		if err != nil {
+		return st.startWindowRecord(p.ctx, tx, c.ClientID, c.Windows.CooldownMs, c.SessionID, c.Windows.BurstMs)
+	}
+	if c.Windows.CooldownMs > 0 {
+		if err := st.put(tx, keyCooldown(c.ClientID), nil, msDuration(c.Windows.CooldownMs)); err != nil {
 			return err
 		}
 	}

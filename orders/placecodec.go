@@ -196,6 +196,11 @@ func shownValue(key string, v []byte) string {
 		json.Unmarshal(v, &c)
 		return string(mustJSON(c.shown()))
 	}
+	if strings.HasPrefix(key, prefixWindowRecord) {
+		if r, good := decodeWindowRecord(v); good {
+			return string(mustJSON(r.shown()))
+		}
+	}
 	if len(v) > 0 && v[0] == cachedBinaryTag && (strings.HasPrefix(key, prefixIdem) || strings.HasPrefix(key, prefixPayload)) {
 		if c, good := decodeCached(v); good {
 			return string(mustJSON(c))

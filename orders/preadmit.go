@@ -182,29 +182,26 @@ func (s *Service) sessionClosedNow(ctx context.Context, sessionID string) (close
 }
 
 // windowRefusal is the first of rows 8–10 the local replica refuses with.
-// The cooldown is a KV key or (version 6) a record the admission state
-// holds by client; without a usable memory only the key is seen here,
-// and Apply judges the records.
+// The cooldown and the burst window are KV keys or (version 6) records
+// the admission state holds; without a usable memory only the keys are
+// seen here, and Apply judges the records.
 func (s *Service) windowRefusal(tx *kv.Tx, cmd placeOrderCmd) (status int, reason string, waitMs int64) {
 	now := tx.Now()
-	var end int64
-	e, live := tx.Get(keyCooldown(cmd.ClientID))
-	if live {
-		end = e.ExpiresAt
-	}
+	var cooldown, burst recordEnd
+	var cooldownLive, burstLive bool
 	if s.admit != nil {
-		if rec, recLive, _ := s.admit.recordCooldown(s.node.FSM().Epoch(), cmd.ClientID, now); recLive && (!live || (end != 0 && rec > end)) {
-			end, live = rec, true
-		}
+		cooldown, burst, cooldownLive, burstLive, _ = s.admit.recordWindows(s.node.FSM().Epoch(), cmd.ClientID, cmd.SessionID, now)
 	}
-	if live {
+	if e, ok := tx.Get(keyCooldown(cmd.ClientID)); ok || cooldownLive {
+		end, _ := laterEnd(e, ok, cooldown, cooldownLive)
 		return http.StatusTooManyRequests, "COOLDOWN_ACTIVE", end - now
 	}
 	if e, live := tx.Get(keySessionLock(cmd.SessionID)); live {
 		return http.StatusConflict, "SESSION_BUSY", min(e.ExpiresAt-now, 5000)
 	}
-	if e, live := tx.Get(keyBurst(cmd.SessionID)); live {
-		return http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", e.ExpiresAt - now
+	if e, ok := tx.Get(keyBurst(cmd.SessionID)); ok || burstLive {
+		end, _ := laterEnd(e, ok, burst, burstLive)
+		return http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", end - now
 	}
 	return 0, "", 0
 }

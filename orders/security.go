@@ -17,16 +17,39 @@ type forceReleaseCmd struct {
 	Node string `json:"node"`
 }
 
-func applyForceRelease(ctx *raftfsm.ApplyContext, tx *kv.Tx, c forceReleaseCmd) ([]byte, error) {
+// forceReleaseWith is the forceRelease handler; st is the admission
+// state, where version 3 finds a burst window held in a record
+// (windowrecords.go).
+func forceReleaseWith(st *admitState) applyFunc[forceReleaseCmd] {
+	return func(ctx *raftfsm.ApplyContext, tx *kv.Tx, c forceReleaseCmd) ([]byte, error) {
+		return applyForceRelease(ctx, tx, st, c)
+	}
+}
+
+func applyForceRelease(ctx *raftfsm.ApplyContext, tx *kv.Tx, st *admitState, c forceReleaseCmd) ([]byte, error) {
 	if ctx.Version >= 2 && !releasableKey(c.Key) {
 		return reject(http.StatusBadRequest, "INVALID_KEY")
 	}
 	e, live := tx.Get(c.Key)
+	if live {
+		if _, err := tx.Delete(c.Key); err != nil {
+			return nil, err
+		}
+	}
+	if session, burst := strings.CutPrefix(c.Key, prefixBurst); burst && ctx.Version >= forceReleaseRecordVersion {
+		if err := st.ready(ctx, tx); err != nil {
+			return nil, fmt.Errorf("build the admission state: %w", err)
+		}
+		index, found, err := st.releaseBurstRecord(ctx, tx, session)
+		if err != nil {
+			return nil, err
+		}
+		if found && (!live || index > e.Revision) {
+			e.Revision, live = index, true
+		}
+	}
 	if !live {
 		return reject(http.StatusNotFound, "LOCK_NOT_FOUND")
-	}
-	if _, err := tx.Delete(c.Key); err != nil {
-		return nil, err
 	}
 	if err := store.InsertAudit(ctx.DB, store.Audit{At: ctx.WallTime, ReasonCode: "LOCK_FORCE_RELEASED", Node: c.Node,
 		SessionID: sessionOfLock(c.Key), Detail: c.Key}); err != nil {
