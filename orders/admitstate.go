@@ -467,9 +467,8 @@ func (s *admitState) freed(ctx *raftfsm.ApplyContext, ids []int64) {
 }
 
 // keepSession reads one session again: opened, its PIN replaced, or
-// closed (then what its
-// rows replay is dropped with it: a closed session's orders are never
-// replayed, checkSession answers first).
+// closed (then what its rows replay is dropped with it: a closed
+// session's orders are never replayed, checkSession answers first).
 func (s *admitState) keepSession(ctx *raftfsm.ApplyContext, id string) error {
 	row, found, err := store.GetSession(ctx.DB, id)
 	if err != nil {

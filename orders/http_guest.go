@@ -262,9 +262,9 @@ type cartVerdict struct {
 // catalogKnows judges the cart (normalized, and as sent for the option
 // fields) against the local catalog in one read (none when the admission
 // state knows the catalog version and the cache holds it: orderMenu,
-// admitsession.go). A replica that may lag a
-// menu write made through another box catches up once before it calls an
-// item unknown or a choice wrong.
+// admitsession.go). A replica that may lag a menu write made through
+// another box catches up once before it calls an item unknown or a
+// choice wrong.
 func (s *Service) catalogKnows(ctx context.Context, lines, asSent []admission.Line) (cartVerdict, error) {
 	judge := func() (v cartVerdict, err error) {
 		menu, err := s.orderMenu()
