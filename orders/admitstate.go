@@ -40,10 +40,12 @@ import (
 //
 // Only the apply path writes it (one Apply at a time, under the FSM's
 // apply lock). The guest handler's checks before proposing read which
-// order a key replays (keyReplay) and the cooldown records
-// (recordWindows, recordBurstLocks) beside it: mu guards what those reads walk — the
-// sessions map, each session's byKey, records, built and epoch — and
-// only the apply path's writes to them take it (its own reads need not).
+// order a key replays (keyReplay), the window records (recordWindows,
+// recordBurstLocks), and the order gate's session and catalog version
+// (admitsession.go) beside it: mu guards what those reads walk — the
+// sessions map, each session's byKey and fields, records, catalogV,
+// built and epoch — and only the apply path's writes to them take it
+// (its own reads need not).
 type admitState struct {
 	mu    sync.RWMutex
 	built bool
@@ -71,12 +73,15 @@ type admitState struct {
 	rebuildAlways bool
 }
 
-// admitSession is an active session's table and what its orders' rows
+// admitSession is an active session's table, PIN and opening time (the
+// order gate's GetSession, admitsession.go) and what its orders' rows
 // replay (store.FindReplays), by Idempotency-Key and by cart.
 type admitSession struct {
 	table  string
 	byKey  map[string]rowReplay   // the newest order under the key whose key window was set
 	byCart map[string][]rowReplay // by fingerprint, oldest first, cart windows set
+
+	pin, openedAt string // the order gate's GetSession (admitsession.go)
 }
 
 // rowReplay is one order's row as a resend finds it: until is its
@@ -141,13 +146,13 @@ func (s *admitState) rebuild(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 	if err != nil {
 		return err
 	}
-	active, err := store.ActiveSessions(q)
+	active, err := store.ActiveSessionRows(q)
 	if err != nil {
 		return err
 	}
 	sessions := make(map[string]*admitSession, len(active))
 	for _, a := range active {
-		sessions[a.SessionID] = &admitSession{table: a.TableID}
+		sessions[a.SessionID] = newAdmitSession(a)
 	}
 	replays, err := store.LiveReplays(q, ctx.Now)
 	if err != nil {
@@ -370,7 +375,7 @@ func admitKept(t raftfsm.CommandType) bool {
 // never wrong). kv.expire removes only lapsed keys, which no read sees.
 var admitNoEffect = map[raftfsm.CommandType]bool{
 	raftfsm.CmdFeatureLevel: true, kv.CmdExpire: true,
-	CmdPINFailure: true, CmdRevokeToken: true, CmdLoginFailure: true, CmdResetPIN: true,
+	CmdPINFailure: true, CmdRevokeToken: true, CmdLoginFailure: true,
 	CmdOutboxSynced: true, CmdCloudState: true, CmdCloudSetting: true, CmdShopTimeZone: true, CmdRejectionSummary: true,
 	CmdSetMenuImage: true, CmdSetCategoryNames: true, CmdSetClock: true,
 	CmdPrintJob: true, CmdReprint: true, CmdPrinterState: true,
@@ -387,6 +392,7 @@ var admitKeepers = map[raftfsm.CommandType]admitKeeper{
 	CmdOpenSession: func(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, c any) error {
 		return s.keepSession(ctx, c.(openSessionCmd).SessionID)
 	},
+	CmdResetPIN: keepResetPIN, // the order gate's PIN (admitsession.go)
 	// The checkout lock (row 9).
 	CmdCheckoutBegin: func(s *admitState, _ *raftfsm.ApplyContext, tx *kv.Tx, c any) error {
 		s.reloadWindows(tx, keySessionLock(c.(checkoutCmd).SessionID))
@@ -437,7 +443,9 @@ func keepPrinters(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) err
 
 func keepCatalogVersion(s *admitState, ctx *raftfsm.ApplyContext, _ *kv.Tx, _ any) error {
 	v, err := store.CatalogVersion(ctx.DB)
+	s.mu.Lock()
 	s.catalogV = v
+	s.mu.Unlock()
 	return err
 }
 
@@ -469,25 +477,25 @@ func (s *admitState) freed(ctx *raftfsm.ApplyContext, ids []int64) {
 	}
 }
 
-// keepSession reads one session again: opened, or closed (then what its
-// rows replay is dropped with it: a closed session's orders are never
-// replayed, checkSession answers first).
+// keepSession reads one session again: opened, its PIN replaced, or
+// closed (then what its rows replay is dropped with it: a closed
+// session's orders are never replayed, checkSession answers first).
 func (s *admitState) keepSession(ctx *raftfsm.ApplyContext, id string) error {
-	table, status, _, found, err := store.SessionTable(ctx.DB, id)
+	row, found, err := store.GetSession(ctx.DB, id)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !found || status != store.SessionActive {
+	if !found || row.Status != store.SessionActive {
 		delete(s.sessions, id)
 		return nil
 	}
 	if a := s.sessions[id]; a != nil {
-		a.table = table
+		a.table, a.pin, a.openedAt = row.TableID, row.PIN, row.OpenedAt
 		return nil
 	}
-	s.sessions[id] = &admitSession{table: table}
+	s.sessions[id] = newAdmitSession(row)
 	return nil
 }
 

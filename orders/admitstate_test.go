@@ -123,7 +123,8 @@ func (g *admitGen) open() *raft.Log {
 	g.nextSess++
 	id := fmt.Sprintf("S%022d", g.nextSess)
 	g.sessions = append(g.sessions, id)
-	return g.entry(CmdOpenSession, 1, openSessionCmd{SessionID: id, TableID: fmt.Sprintf("T%d", g.nextSess), PIN: "1234"})
+	pin := fmt.Sprintf("%04d", g.nextSess*7919%10000) // the order gate's PIN check reads it from memory
+	return g.entry(CmdOpenSession, 1, openSessionCmd{SessionID: id, TableID: fmt.Sprintf("T%d", g.nextSess), PIN: pin})
 }
 
 func (g *admitGen) session() string {
@@ -217,6 +218,9 @@ func (g *admitGen) next() *raft.Log {
 			Toppings: []store.Topping{{ToppingID: "egg", Name: "味玉", Price: 120}, {ToppingID: "nori", Name: "海苔", Price: 80}}}
 		return g.entry(CmdUpsertMenu, versionOf(CmdUpsertMenu), upsertMenuCmd{Item: ramen})
 	case n < 97:
+		if g.r.IntN(2) == 0 { // staff's new PIN: the order gate's session (admitsession.go)
+			return g.entry(CmdResetPIN, versionOf(CmdResetPIN), resetPINCmd{SessionID: g.session(), PIN: fmt.Sprintf("%04d", g.r.IntN(10000)), Node: "a"})
+		}
 		return g.entry(CmdPINFailure, 1, pinFailureCmd{SessionID: g.session(), Client: g.pick(g.clients), Node: "a"})
 	case n < 99:
 		// The kitchen printers an order's tickets go to, and their jobs.
@@ -289,6 +293,46 @@ func checkKeyReplays(t *testing.T, st *admitState, f *raftfsm.FSM, g *admitGen) 
 	}
 }
 
+// checkGateSessions compares, with f's files committed, the order gate's
+// session lookup and catalog version from memory (admitsession.go) with
+// the files' for every session the log opened and one never opened; it
+// returns how many sessions memory answered.
+func checkGateSessions(t *testing.T, st *admitState, f *raftfsm.FSM, g *admitGen) (usable int) {
+	t.Helper()
+	for _, sid := range append(g.sessions, fmt.Sprintf("S%022d", 0)) {
+		got, ok := st.session(f.Epoch(), sid)
+		var want store.Session
+		var found bool
+		if err := f.Query(func(db *sql.DB) error {
+			var err error
+			want, found, err = store.GetSession(db, sid)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		active := found && want.Status == store.SessionActive
+		if ok != (active && st.live(&raftfsm.ApplyContext{Epoch: f.Epoch()})) {
+			t.Fatalf("after index %d, session %s: memory usable %v, files %v %+v", g.index, sid, ok, found, want)
+		}
+		if ok && got != want {
+			t.Fatalf("after index %d, session %s: memory %+v, files %+v", g.index, sid, got, want)
+		}
+		if ok {
+			usable++
+		}
+	}
+	if v, ok := st.catalogVersion(f.Epoch()); ok {
+		var want int64
+		if err := f.Query(func(db *sql.DB) error { var err error; want, err = store.CatalogVersion(db); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if v != want {
+			t.Fatalf("after index %d: catalog version %d in memory, %d in the files", g.index, v, want)
+		}
+	}
+	return usable
+}
+
 // admitSequences is the FSM's AUTOINCREMENT counters (sqlite_sequence):
 // the next print job's or call's number.
 func admitSequences(t *testing.T, f *raftfsm.FSM) string {
@@ -318,9 +362,9 @@ type admitView struct {
 }
 
 type admitSessionView struct {
-	Table  string
-	ByKey  map[string]rowReplay
-	ByCart map[string][]rowReplay
+	Table, PIN, OpenedAt string
+	ByKey                map[string]rowReplay
+	ByCart               map[string][]rowReplay
 }
 
 func (s *admitState) view(now int64) admitView {
@@ -329,7 +373,7 @@ func (s *admitState) view(now int64) admitView {
 	v := admitView{CatalogV: s.catalogV, Sessions: map[string]admitSessionView{}, Windows: map[string]kvWindow{},
 		Stock: s.stock, Ticket: s.ticket, IDs: s.ids, Printers: s.printers}
 	for id, a := range s.sessions {
-		sv := admitSessionView{Table: a.table}
+		sv := admitSessionView{Table: a.table, PIN: a.pin, OpenedAt: a.openedAt}
 		if len(a.byKey) > 0 {
 			sv.ByKey = a.byKey
 		}
@@ -432,7 +476,9 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 				}
 				for i := 1; i <= 80; i++ { // the ids open() gives, not g's list (the test's goroutine appends to it)
 					grouped.keyReplay(fGrouped.Epoch(), fmt.Sprintf("S%022d", i), key0, fGrouped.Now())
+					grouped.session(fGrouped.Epoch(), fmt.Sprintf("S%022d", i)) // the order gate's
 				}
+				grouped.catalogVersion(fGrouped.Epoch())
 			}
 		}()
 	}
@@ -442,6 +488,7 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 	var snapAt uint64
 	var filesAt string // a copy of the kept FSM's files at snapAt
 	outcomes := map[string]int{}
+	gateAnswered := 0 // sessions the order gate's lookup found in memory
 	for step := 0; step < steps; {
 		n := 1 + g.r.IntN(8)
 		var batch []*raft.Log
@@ -468,6 +515,7 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 		// The guest handler's replay check finds in memory what it finds
 		// in the files (preadmit.go), for every session and key.
 		checkKeyReplays(t, kept, fKept, g)
+		gateAnswered += checkGateSessions(t, kept, fKept, g)
 		if snapAt == 0 && step > steps/3 {
 			if err := fKept.WriteSnapshot(&snap); err != nil {
 				t.Fatal(err)
@@ -482,6 +530,9 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 		if outcomes[want] == 0 {
 			t.Errorf("no order answered %q: the log does not exercise the gate (%v)", want, outcomes)
 		}
+	}
+	if gateAnswered == 0 {
+		t.Error("the order gate's session lookup never answered from memory")
 	}
 	dump := admitDump(t, fKept)
 	for name, f := range map[string]*raftfsm.FSM{"rebuilt before every command": fAlways, "grouped": fGrouped} {

@@ -57,6 +57,16 @@ func (c *catalog) lookup(version int64, q store.DB) (map[string]store.MenuItem, 
 	return items, nil
 }
 
+// cached is the menu at version when it is the one loaded (no read).
+func (c *catalog) cached(version int64) (map[string]store.MenuItem, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version != 0 && c.version == version {
+		return c.items, true
+	}
+	return nil, false
+}
+
 // catalogAt reads the catalog version and the menu it names.
 func (c *catalog) at(q store.DB) (map[string]store.MenuItem, error) {
 	v, err := store.CatalogVersion(q)

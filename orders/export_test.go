@@ -120,3 +120,21 @@ func SetOutboxTrim(d time.Duration) func() {
 
 // BusinessDate is the business day's label of t (reports.go).
 var BusinessDate = businessDate
+
+// WithoutAdmissionMemory makes s's handlers read the files only, as a
+// node without the admission state does, until restore.
+func (s *Service) WithoutAdmissionMemory() (restore func()) {
+	a := s.admit
+	s.admit = nil
+	return func() { s.admit = a }
+}
+
+// OrderGateFromMemory reports whether the order gate answers the session
+// from the admission state now (admitsession.go).
+func (s *Service) OrderGateFromMemory(sessionID string) bool {
+	if s.admit == nil {
+		return false
+	}
+	_, usable := s.admit.session(s.node.FSM().Epoch(), sessionID)
+	return usable
+}

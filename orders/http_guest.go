@@ -18,6 +18,13 @@ import (
 // for every guest call: unknown → 404, locked out → 429 PIN_LOCKED,
 // closed → 410, wrong PIN → 401 (counted cluster-wide).
 func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
+	return s.sessionGate(c, s.loadSession)
+}
+
+// sessionGate is guestGate with the session read by load: the files
+// (loadSession), or for an order the admission state when it can answer
+// (orderSession, admitsession.go), with the same answers.
+func (s *Service) sessionGate(c echo.Context, load func(id string) (store.Session, bool, error)) (store.Session, bool, error) {
 	id := c.Param("id")
 	if !validSessionID(id) {
 		return store.Session{}, false, s.fail(c, http.StatusNotFound, "SESSION_NOT_FOUND", 0, nil)
@@ -31,7 +38,7 @@ func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
 			return store.Session{}, false, s.failErr(c, err)
 		}
 	}
-	sess, found, err := s.loadSession(id)
+	sess, found, err := load(id)
 	if err != nil {
 		return sess, false, s.failErr(c, err)
 	}
@@ -41,7 +48,7 @@ func (s *Service) guestGate(c echo.Context) (store.Session, bool, error) {
 		if err := s.consistent(c.Request().Context()); err != nil {
 			return sess, false, s.failErr(c, err)
 		}
-		if sess, found, err = s.loadSession(id); err != nil {
+		if sess, found, err = load(id); err != nil {
 			return sess, false, s.failErr(c, err)
 		}
 	}
@@ -203,7 +210,7 @@ func (s *Service) placeOrder(c echo.Context, sessionID, source string) error {
 	}
 	// Row 3: session and PIN (staff need no PIN).
 	if guest {
-		if _, ok, err := s.guestGate(c); !ok {
+		if _, ok, err := s.sessionGate(c, s.orderSession); !ok {
 			return err
 		}
 	} else if !validSessionID(sessionID) {
@@ -253,13 +260,15 @@ type cartVerdict struct {
 }
 
 // catalogKnows judges the cart (normalized, and as sent for the option
-// fields) against the local catalog in one read. A replica that may lag a
-// menu write made through another box catches up once before it calls an
-// item unknown or a choice wrong.
+// fields) against the local catalog in one read (none when the admission
+// state knows the catalog version and the cache holds it: orderMenu,
+// admitsession.go). A replica that may lag a menu write made through
+// another box catches up once before it calls an item unknown or a
+// choice wrong.
 func (s *Service) catalogKnows(ctx context.Context, lines, asSent []admission.Line) (cartVerdict, error) {
 	judge := func() (v cartVerdict, err error) {
-		var menu map[string]store.MenuItem
-		if err := s.query(func(db store.DB) (err error) { menu, err = s.catalog.at(db); return }); err != nil {
+		menu, err := s.orderMenu()
+		if err != nil {
 			return v, err
 		}
 		if len(menu) == 0 {
