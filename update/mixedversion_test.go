@@ -131,7 +131,25 @@ func TestMixedVersionStoreNeverDiverges(t *testing.T) {
 		}
 	}
 	sideMixed := side.total() - sideAtMixed
-	time.Sleep(15 * time.Second) // all new
+	// All new: the leader raises the store's feature level to the new
+	// build's once every box reports that build, and from then on the
+	// load runs the new build's newest command versions, which the files
+	// check below then covers too.
+	allNew := time.Now()
+	for deadline := allNew.Add(processWait); ; time.Sleep(200 * time.Millisecond) {
+		var st struct {
+			FeatureLevel uint32 `json:"featureLevel"`
+			BuildLevel   uint32 `json:"buildLevel"`
+		}
+		if err := s.getJSON(leader, "/api/cluster/status", &st); err == nil && st.BuildLevel > 0 && st.FeatureLevel == st.BuildLevel {
+			t.Logf("the store at the new build's feature level %d %v after the last restart", st.FeatureLevel, time.Since(allNew).Round(100*time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store's feature level never reached the new build's: %+v", st)
+		}
+	}
+	time.Sleep(15 * time.Second) // all new, at the new level
 	stopLoad()
 	storm.check(t)
 	if side.failure != "" {
