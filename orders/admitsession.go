@@ -35,7 +35,7 @@ import (
 func (s *admitState) session(epoch uint64, id string) (sess store.Session, usable bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if !s.built || s.epoch != epoch {
+	if !s.heldAt(epoch) {
 		return sess, false
 	}
 	a := s.sessions[id]
@@ -49,7 +49,7 @@ func (s *admitState) session(epoch uint64, id string) (sess store.Session, usabl
 func (s *admitState) catalogVersion(epoch uint64) (v int64, usable bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if !s.built || s.epoch != epoch {
+	if !s.heldAt(epoch) {
 		return 0, false
 	}
 	return s.catalogV, true

@@ -115,9 +115,7 @@ const admitPruneEveryMs = 10_000
 
 // live reports whether the memory holds the files at ctx (else the next
 // order builds it again, and keeping it now is pointless).
-func (s *admitState) live(ctx *raftfsm.ApplyContext) bool {
-	return s.built && s.epoch == ctx.Epoch
-}
+func (s *admitState) live(ctx *raftfsm.ApplyContext) bool { return s.heldAt(ctx.Epoch) }
 
 // ready makes the memory hold the files at ctx, building it if needed.
 func (s *admitState) ready(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
@@ -146,7 +144,7 @@ func (s *admitState) rebuild(ctx *raftfsm.ApplyContext, tx *kv.Tx) error {
 	if err != nil {
 		return err
 	}
-	active, err := store.ActiveSessionRows(q)
+	active, err := store.ActiveSessions(q)
 	if err != nil {
 		return err
 	}
@@ -220,6 +218,10 @@ func (s *admitState) addReplay(sessionID string, r store.Replayed, seq, keyUntil
 	}
 }
 
+// heldAt reports whether the memory holds the files at epoch, the FSM's
+// current one, for a read beside the apply path (the caller holds mu).
+func (s *admitState) heldAt(epoch uint64) bool { return s.built && s.epoch == epoch }
+
 // keyReplay is store.KeyReplay answered from memory for the guest
 // handler's replay check (preadmit.go), beside the apply path; usable is
 // false when the memory does not hold the files at epoch, the FSM's
@@ -231,7 +233,7 @@ func (s *admitState) addReplay(sessionID string, r store.Replayed, seq, keyUntil
 func (s *admitState) keyReplay(epoch uint64, sessionID, requestID string, now int64) (r store.Replayed, found, usable bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if !s.built || s.epoch != epoch {
+	if !s.heldAt(epoch) {
 		return r, false, false
 	}
 	a := s.sessions[sessionID]

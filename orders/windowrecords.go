@@ -235,7 +235,7 @@ func (s *admitState) burst(sessionID string, now int64) (end int64, live bool) {
 func (s *admitState) recordWindows(epoch uint64, clientID, sessionID string, now int64) (cooldown, burst recordEnd, cooldownLive, burstLive, usable bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if !s.built || s.epoch != epoch {
+	if !s.heldAt(epoch) {
 		return
 	}
 	cooldown, cooldownLive = s.recordCooldown(clientID, now)
@@ -261,7 +261,7 @@ func (w windowRecords) burstLocks(now int64) []kv.Entry {
 func (s *admitState) recordBurstLocks(epoch uint64, now int64) (locks []kv.Entry, usable bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if !s.built || s.epoch != epoch {
+	if !s.heldAt(epoch) {
 		return nil, false
 	}
 	return s.records.burstLocks(now), true

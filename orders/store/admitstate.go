@@ -12,15 +12,12 @@ import (
 // Apply answers orders from the memory: these run once per rebuild, not
 // per order.
 
-// ActiveSession is an open session and its table.
-type ActiveSession struct{ SessionID, TableID string }
-
-// ActiveSessions lists the active sessions (on sessions_status).
-func ActiveSessions(q DB) ([]ActiveSession, error) {
-	return queryAll(q, "list active sessions", func(sc rowScanner) (ActiveSession, error) {
-		var s ActiveSession
-		return s, sc.Scan(&s.SessionID, &s.TableID)
-	}, `SELECT session_id, table_id FROM sessions WHERE status = ? ORDER BY session_id`, SessionActive)
+// ActiveSessions is every active session whole, as GetSession reads it,
+// by id (on sessions_status): the admission state's sessions, which the
+// order gate answers GetSession from (orders/admitsession.go).
+func ActiveSessions(q DB) ([]Session, error) {
+	return queryAll(q, "list active sessions", scanSession,
+		`SELECT `+sessionCols+` FROM sessions WHERE status = ? ORDER BY session_id`, SessionActive)
 }
 
 // LiveReplay is an order of an active session whose key or cart still
