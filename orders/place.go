@@ -522,12 +522,8 @@ func insertOrder(ctx *raftfsm.ApplyContext, st *admitState, o store.Order, candi
 		return 0, err
 	}
 	o.OrderID = id
-	inserted, err := store.InsertOrder(ctx.DB, o, ctx.WallTime, replay)
-	if err != nil {
+	if err := store.AddOrder(ctx.DB, o, ctx.WallTime, replay); err != nil {
 		return 0, err
-	}
-	if !inserted {
-		return 0, fmt.Errorf("admission state out of step with the files: order id %d is taken", id)
 	}
 	st.ids[id] = struct{}{}
 	st.newestID.Store(id)

@@ -35,17 +35,23 @@ func scanOrder(sc rowScanner) (Order, error) {
 	return o, nil
 }
 
-// InsertOrder stores a new order under o.OrderID unless that id is taken
-// (live or archived): inserted is false then, and nothing was written.
-// One statement checks and inserts (the check was a statement of its
-// own). createdAt is the leader's wall clock; r is what a resend replays
-// it by (the zero OrderReplay for none, replay.go).
-func InsertOrder(tx DB, o Order, createdAt int64, r OrderReplay) (inserted bool, err error) {
+// AddOrder stores a new order under o.OrderID, which the caller has
+// found free, live and archived (Apply's admission memory keeps every id
+// in use): a plain INSERT whose result nothing needs, so an Apply queues
+// it with the order's other rows (queue.go) and a group's orders are
+// written by a few multi-row statements at its commit. A taken id fails
+// that statement, and the batch with it, as any failed write does.
+// createdAt is the leader's wall clock; r is what a resend replays it by
+// (the zero OrderReplay for none, replay.go).
+func AddOrder(tx DB, o Order, createdAt int64, r OrderReplay) error {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
-		return false, fmt.Errorf("encode order items: %w", err)
+		return fmt.Errorf("encode order items: %w", err)
 	}
-	var client any
+	var req, client any
+	if o.RequestID != nil {
+		req = *o.RequestID
+	}
 	if o.ClientID != "" {
 		client = o.ClientID
 	}
@@ -53,18 +59,11 @@ func InsertOrder(tx DB, o Order, createdAt int64, r OrderReplay) (inserted bool,
 	if r != (OrderReplay{}) {
 		fp, attempt = r.Fingerprint, r.Attempt
 	}
-	res, err := tx.Exec(`INSERT INTO orders(`+orderCols+`, ticket_no, fingerprint, attempt, key_until, cart_until) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17
-		WHERE NOT EXISTS (SELECT 1 FROM orders_archive WHERE order_id = ?1) ON CONFLICT(order_id) DO NOTHING`,
-		o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, o.RequestID, client, o.Source, o.TicketNo,
-		fp, attempt, nullIfZero(r.KeyUntil), nullIfZero(r.CartUntil))
-	if err != nil {
-		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
+	if err := orderInsert.insert(tx, o.OrderID, o.Seq, o.SessionID, o.TableID, o.Status, string(items), o.TotalPrice, createdAt, createdAt, req, client, o.Source, o.TicketNo,
+		fp, attempt, nullIfZero(r.KeyUntil), nullIfZero(r.CartUntil)); err != nil {
+		return fmt.Errorf("insert order %d: %w", o.OrderID, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("insert order %d: %w", o.OrderID, err)
-	}
-	return n == 1, nil
+	return nil
 }
 
 // GetOrder returns a live (not archived) order.

@@ -44,6 +44,7 @@ func (r rowInsert) insert(tx DB, args ...any) error {
 
 // The inserts an order's Apply makes without needing their result.
 var (
+	orderInsert    = newRowInsert("orders", orderCols+", ticket_no, fingerprint, attempt, key_until, cart_until")
 	auditInsert    = newRowInsert("audit", "at, request_id, client_id, session_id, order_id, reason_code, idempotent_replay, node, detail")
 	outboxInsert   = newRowInsert("outbox", "order_id, op")
 	printJobInsert = newRowInsert("print_jobs", "printer_id, order_id, doc, created_at")

@@ -26,8 +26,8 @@ func TestOrderRowReplaysWithinItsWindows(t *testing.T) {
 		t.Helper()
 		req := key
 		o := Order{OrderID: id, Seq: seq, SessionID: session, TableID: "T1", Status: StatusAccepted, TotalPrice: 100 * id, RequestID: &req, Source: "guest", TicketNo: id}
-		if ok, err := InsertOrder(tx, o, 0, r); err != nil || !ok {
-			t.Fatalf("insert %d: %v %v", id, ok, err)
+		if err := AddOrder(tx, o, 0, r); err != nil {
+			t.Fatalf("insert %d: %v", id, err)
 		}
 	}
 	put(1, 10, "S1", OrderReplay{})
