@@ -50,6 +50,12 @@ func sqliteDSN(path string, readOnly bool) string {
 	} else {
 		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", writerCacheKiB))
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walAutocheckpointPages))
+		// A multi-row INSERT (bulk.go) keeps a statement journal of the
+		// pages it changes, so it can undo a half-done statement; past 64
+		// KiB SQLite spills it to a temporary file unless temporary storage
+		// is memory. A group's 32-row chunks of orders passed that: 1.5x
+		// the bytes written per order, measured.
+		q.Add("_pragma", "temp_store(MEMORY)")
 		q.Set("_txlock", "immediate")
 	}
 	return sqliteURI(path, q)

@@ -7,7 +7,7 @@ import (
 
 // TestSQLitePragmasPerConnection checks that the writer and every reader
 // connection get their own page cache size, and the writer the short WAL
-// checkpoint interval: settings in the DSN that the driver applies per
+// checkpoint interval and its temporary files in memory: settings in the DSN that the driver applies per
 // connection, so a reader opened later must have them too.
 func TestSQLitePragmasPerConnection(t *testing.T) {
 	w, r, err := openSQLite(filepath.Join(t.TempDir(), sqliteFile))
@@ -22,6 +22,11 @@ func TestSQLitePragmasPerConnection(t *testing.T) {
 	}
 	if err := w.QueryRow("PRAGMA wal_autocheckpoint").Scan(&v); err != nil || v != walAutocheckpointPages {
 		t.Fatalf("writer wal_autocheckpoint = %d (%v), want %d", v, err, walAutocheckpointPages)
+	}
+	// 2 = MEMORY: a queued multi-row INSERT's statement journal stays in
+	// memory instead of spilling to a temp file past 64 KiB.
+	if err := w.QueryRow("PRAGMA temp_store").Scan(&v); err != nil || v != 2 {
+		t.Fatalf("writer temp_store = %d (%v), want 2 (memory)", v, err)
 	}
 	// Hold several reader connections at once so the pool opens more than
 	// one: each must carry the reader's cache size.
