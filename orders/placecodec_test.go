@@ -350,3 +350,35 @@ func (r *rv) kvDecoded() map[string]any {
 	}
 	return out
 }
+
+// appendGuestAnswer writes what json.Marshal writes for the same Result,
+// byte for byte, and decodeResult reads it back.
+func TestGuestAnswerIsWhatEncodingJSONWrites(t *testing.T) {
+	key, odd := "6ba7b810-9dad-41d1-80b4-00c04fd430c8", `a"<b>&\`+"\x01é"
+	for _, body := range []successBody{
+		{RequestID: &key, Allowed: true, OrderID: 123456, Status: "accepted", TotalPrice: 1980, TicketNo: 17},
+		{RequestID: nil, Allowed: true, OrderID: 1, Status: "accepted", TotalPrice: 0},
+		{RequestID: &key, Allowed: false, OrderID: -5, Status: "served", TotalPrice: -20, IdempotentReplay: true},
+		{RequestID: &odd, Allowed: true, OrderID: 9, Status: "accepted", TotalPrice: 5, TicketNo: 1},
+		{RequestID: &key, Allowed: true, OrderID: 9, Status: "<odd>", TotalPrice: 5},
+	} {
+		for _, replay := range []bool{false, true} {
+			inner, err := json.Marshal(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(Result{Status: 200, Replay: replay, Body: inner})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := appendGuestAnswer([]byte("x"), body, replay)
+			if string(got) != "x"+string(want) {
+				t.Errorf("%+v replay %v:\n got %s\nwant %s", body, replay, got[1:], want)
+			}
+			r, err := decodeResult(got[1:])
+			if err != nil || r.Status != 200 || r.Replay != replay || string(r.Body) != string(inner) {
+				t.Errorf("decoded %+v %v", r, err)
+			}
+		}
+	}
+}
