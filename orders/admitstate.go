@@ -277,13 +277,13 @@ func (s *admitState) prune(now int64) {
 		return
 	}
 	s.nextPrune = now + admitPruneEveryMs
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for k, w := range s.windows { // deletions only: the order does not matter
 		if w.expiresAt != 0 && w.expiresAt <= now {
 			delete(s.windows, k)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.records.prune(now)
 	for _, a := range s.sessions {
 		for k, r := range a.byKey {
@@ -304,6 +304,9 @@ func (s *admitState) prune(now int64) {
 
 // ---- the KV windows ----
 
+// The windows change under mu (put, reloadWindows, prune) once the memory
+// is built: the receiving box's gateLook reads them beside Apply.
+
 // window is tx.Get for a gate key, from memory.
 func (s *admitState) window(key string, now int64) (kv.Entry, bool) {
 	w, ok := s.windows[key]
@@ -322,13 +325,17 @@ func (s *admitState) put(tx *kv.Tx, key string, value []byte, ttl time.Duration)
 	if ttl > 0 {
 		exp = tx.Now() + ttl.Milliseconds() // as kv.Tx.Put decides it
 	}
+	s.mu.Lock()
 	s.windows[key] = kvWindow{value: value, expiresAt: exp}
+	s.mu.Unlock()
 	return nil
 }
 
 // reloadWindows reads again the gate keys under prefixes from the KV (a
 // command that is not the gate's wrote them).
 func (s *admitState) reloadWindows(tx *kv.Tx, prefixes ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, p := range prefixes {
 		for k := range s.windows { // deletions only
 			if strings.HasPrefix(k, p) {

@@ -333,6 +333,23 @@ func checkGateSessions(t *testing.T, st *admitState, f *raftfsm.FSM, g *admitGen
 	return usable
 }
 
+// checkGateLooks compares the receiving box's look at the gate's windows
+// (gateLook) from the memory kept with the memory built from the files,
+// for every session the log opened, each phone and a key.
+func checkGateLooks(t *testing.T, kept, files *admitState, epoch uint64, g *admitGen, now int64) {
+	t.Helper()
+	for _, sid := range g.sessions {
+		for i, client := range g.clients {
+			cmd := placeOrderCmd{SessionID: sid, ClientID: client, RequestID: g.keys[i%len(g.keys)]}
+			got, ok := kept.gateLook(epoch, cmd, now)
+			want, _ := files.gateLook(1, cmd, now)
+			if !ok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("after index %d, %+v: memory %v %+v, files %+v", g.index, cmd, ok, got, want)
+			}
+		}
+	}
+}
+
 // admitSequences is the FSM's AUTOINCREMENT counters (sqlite_sequence):
 // the next print job's or call's number.
 func admitSequences(t *testing.T, f *raftfsm.FSM) string {
@@ -462,7 +479,7 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 	runAll(g.setup())
 	// The guest handlers read which order a key replays beside the apply
 	// path (the race detector judges the locking).
-	stopReaders, key0 := make(chan struct{}), g.keys[0]
+	stopReaders, key0, client0 := make(chan struct{}), g.keys[0], g.clients[0]
 	var readers sync.WaitGroup
 	for range 2 {
 		readers.Add(1)
@@ -479,6 +496,7 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 					grouped.session(fGrouped.Epoch(), fmt.Sprintf("S%022d", i)) // the order gate's
 				}
 				grouped.catalogVersion(fGrouped.Epoch())
+				grouped.gateLook(fGrouped.Epoch(), placeOrderCmd{SessionID: fmt.Sprintf("S%022d", 1), ClientID: client0, RequestID: key0}, fGrouped.Now())
 			}
 		}()
 	}
@@ -508,9 +526,11 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 		// The memory kept equals the memory built from the files.
 		if kept.live(&raftfsm.ApplyContext{Epoch: kept.epoch}) {
 			now := fKept.Now()
-			if got, want := kept.view(now), fromFiles(t, fKept).view(now); !reflect.DeepEqual(got, want) {
+			files := fromFiles(t, fKept)
+			if got, want := kept.view(now), files.view(now); !reflect.DeepEqual(got, want) {
 				t.Fatalf("after index %d the memory kept is\n%+v\nbuilt from the files\n%+v", g.index, got, want)
 			}
+			checkGateLooks(t, kept, files, fKept.Epoch(), g, now)
 		}
 		// The guest handler's replay check finds in memory what it finds
 		// in the files (preadmit.go), for every session and key.

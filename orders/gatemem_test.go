@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"masterorder/orders"
 )
 
 // The order gate answers a guest order's session and catalog version
@@ -202,4 +205,67 @@ func atoi(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// The receiving box's look at the gate's windows before proposing (a key
+// replayed, the phone's cooldown, checkout's session lock, the session's
+// burst window) answers from the admission state (gateLook) what it
+// answers from one read of the KV, case by case, and a refusal there
+// never reaches Apply.
+func TestTheGateWindowsAnswerTheSameFromMemoryAndFromTheKV(t *testing.T) {
+	s := startStore(t, 3, func(_ int, c *orders.FileConfig) {
+		c.Admission.Cooldown.Duration = time.Minute
+		c.Admission.SessionBurst.Duration = time.Minute
+	})
+	s.seedMenu()
+	waitTopLevel(t, s)
+	svc := s.svcs[0]
+	scenario := func(memory bool) []string {
+		if !memory {
+			defer svc.WithoutAdmissionMemory()()
+		}
+		var out []string
+		mode := map[bool]string{true: "M", false: "F"}[memory]
+		n := 0
+		open := func() session { n++; return s.openSession(fmt.Sprintf("W%s%d", mode, n)) }
+		order := func(name string, g *guest, key string, body any) {
+			t.Helper()
+			r := g.order(0, key, body)
+			if r.Status >= 500 {
+				t.Fatalf("%s: %d %s", name, r.Status, r.Body)
+			}
+			out = append(out, fmt.Sprintf("%s: %d %s replay=%v", name, r.Status, r.reason(t), strings.Contains(string(r.Body), `"idempotentReplay":true`)))
+		}
+		g := s.guest(open())
+		key := newKey()
+		order("first order", g, key, cart(line("tea", 1)))
+		order("the same key again", g, key, cart(line("tea", 1)))
+		order("the same key, another cart", g, key, cart(line("tea", 2)))
+		order("the same session, another phone", s.guest(g.sess), newKey(), cart(line("gyoza", 1)))
+		other := &guest{s: s, sess: open(), client: g.client}
+		order("the same phone, another session", other, newKey(), cart(line("tea", 1)))
+		busy := open()
+		s.mustStaff(0, "POST", "/api/staff/sessions/"+busy.ID+"/checkout/begin", nil)
+		order("checkout in progress", s.guest(busy), newKey(), cart(line("tea", 1)))
+		order("another session, another phone", s.guest(open()), newKey(), cart(line("tea", 1)))
+		return out
+	}
+	fromMemory := scenario(true)
+	if a := auditReasons(t, s); a["COOLDOWN_ACTIVE"] || a["SESSION_ORDER_IN_PROGRESS"] {
+		t.Fatalf("a window was judged by Apply (audit %v), not before proposing", a)
+	}
+	fromKV := scenario(false)
+	for i := range fromMemory {
+		if fromMemory[i] != fromKV[i] {
+			t.Errorf("from memory %q, from the KV %q", fromMemory[i], fromKV[i])
+		}
+	}
+	t.Logf("%s", strings.Join(fromMemory, "\n"))
+	for _, want := range []string{"first order: 200  replay=false", "the same key again: 200  replay=true", "the same key, another cart: 422 IDEMPOTENCY_KEY_REUSED",
+		"the same session, another phone: 409 SESSION_ORDER_IN_PROGRESS", "the same phone, another session: 429 COOLDOWN_ACTIVE",
+		"checkout in progress: 409 SESSION_BUSY", "another session, another phone: 200"} {
+		if !strings.Contains(strings.Join(fromMemory, "\n"), want) {
+			t.Errorf("no answer %q: the scenario does not meet the case", want)
+		}
+	}
 }

@@ -54,26 +54,20 @@ const (
 // certain; ok reports that it answered. Otherwise the proposal is charged
 // to the session and address; call refund when Apply admitted it.
 func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string) (r Result, answered bool, refund func()) {
-	kvc := s.node.KV()
 	reject := func(status int, reason string, waitMs int64) (Result, bool, func()) {
 		s.rejections.add(cmd.SessionID, reason)
 		return Result{Status: status, Reason: reason, RetryAfterMs: waitMs}, true, func() {}
 	}
-	// The key and the windows in one read of the replica.
+	// The key and the windows in one look.
 	var cached cachedResult
-	var known, good bool
-	var status int
-	var reason string
-	var wait, now int64
-	err := kvc.Read(func(tx *kv.Tx) {
-		now = tx.Now()
-		if e, live := tx.Get(keyIdem(cmd.SessionID, cmd.RequestID)); live {
-			known = true
-			cached, good = decodeCached(e.Value)
-			return
-		}
-		status, reason, wait = s.windowRefusal(tx, cmd)
-	})
+	var good bool
+	g, err := s.lookAtGate(cmd)
+	known, status, reason, wait, now := g.idemFound, g.status, g.reason, g.waitMs, g.now
+	if known {
+		// Rows 5–6 come before the windows.
+		cached, good = decodeCached(g.idem)
+		status, reason, wait = 0, "", 0
+	}
 	if err == nil && !known {
 		// An order of version 5 or later keeps its key in its row, and
 		// the admission state knows every live one; its files only when
@@ -134,7 +128,8 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		if err != nil {
 			return reject(status, reason, wait)
 		}
-		err = kvc.Read(func(tx *kv.Tx) { status, reason, wait = s.windowRefusal(tx, cmd) })
+		g, err := s.lookAtGate(cmd)
+		status, reason, wait = g.status, g.reason, g.waitMs
 		if err == nil && reason != "" {
 			return reject(status, reason, wait)
 		}
@@ -179,6 +174,24 @@ func (s *Service) sessionClosedNow(ctx context.Context, sessionID string) (close
 		return false, false
 	}
 	return sess.Status != store.SessionActive, true
+}
+
+// lookAtGate reads the gate's keys for cmd from the admission memory,
+// or, while that is being built, in one read of the replica's KV.
+func (s *Service) lookAtGate(cmd placeOrderCmd) (g gateLook, err error) {
+	if s.admit != nil {
+		if g, usable := s.admit.gateLook(s.node.FSM().Epoch(), cmd, s.node.FSMNow()); usable {
+			return g, nil
+		}
+	}
+	err = s.node.KV().Read(func(tx *kv.Tx) {
+		g.now = tx.Now()
+		if e, live := tx.Get(keyIdem(cmd.SessionID, cmd.RequestID)); live {
+			g.idem, g.idemFound = e.Value, true
+		}
+		g.status, g.reason, g.waitMs = s.windowRefusal(tx, cmd)
+	})
+	return g, err
 }
 
 // windowRefusal is the first of rows 8–10 the local replica refuses with.

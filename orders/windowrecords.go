@@ -3,6 +3,7 @@ package orders
 import (
 	"encoding/binary"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,6 +242,44 @@ func (s *admitState) recordWindows(epoch uint64, clientID, sessionID string, now
 	cooldown, cooldownLive = s.recordCooldown(clientID, now)
 	burst, burstLive = s.recordBurst(sessionID, now)
 	return cooldown, burst, cooldownLive, burstLive, true
+}
+
+// gateLook is what the receiving box's checks before proposing
+// (preadmit.go) read of the gate's KV keys at now: an Idempotency-Key's
+// result cached as a key (an order of version 4 or older), and the first
+// of rows 8–10 that refuses (reason "" for none).
+type gateLook struct {
+	now       int64
+	idem      []byte
+	idemFound bool
+	status    int
+	reason    string
+	waitMs    int64
+}
+
+// gateLook answers it from memory, which holds every gate key as the KV
+// does (written through) and the window records; usable is false when
+// the memory does not hold the files at epoch, and the caller reads the
+// KV. The memory may be ahead of the KV by the FSM's open group: those
+// entries are committed in Raft, so what they hold is final.
+func (s *admitState) gateLook(epoch uint64, cmd placeOrderCmd, now int64) (g gateLook, usable bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.heldAt(epoch) {
+		return g, false
+	}
+	g.now = now
+	if e, live := s.window(keyIdem(cmd.SessionID, cmd.RequestID), now); live {
+		g.idem, g.idemFound = e.Value, true
+	}
+	if end, live := s.cooldown(cmd.ClientID, now); live {
+		g.status, g.reason, g.waitMs = http.StatusTooManyRequests, "COOLDOWN_ACTIVE", end-now
+	} else if e, live := s.window(keySessionLock(cmd.SessionID), now); live {
+		g.status, g.reason, g.waitMs = http.StatusConflict, "SESSION_BUSY", min(e.ExpiresAt-now, 5000)
+	} else if end, live := s.burst(cmd.SessionID, now); live {
+		g.status, g.reason, g.waitMs = http.StatusConflict, "SESSION_ORDER_IN_PROGRESS", end-now
+	}
+	return g, true
 }
 
 // burstLocks is the sessions whose burst window a record holds at now,
