@@ -533,28 +533,29 @@ func (s *admitState) short(need []skuUnits) []string {
 	return short
 }
 
-// takeStock takes need's tracked units, in memory and in the files (the
-// caller checked short first).
+// takeStock takes need's tracked units (distinct skus, as unitsPerSKU
+// makes them) in memory, and queues each new level for the files
+// (store.QueueStockLevel): the memory holds the files' levels, so the
+// level it sets is what quantity - n leaves, and the orders of one group
+// that take a sku cost one UPDATE of it at the group's commit, or before
+// anything reads stock (raftfsm/bulk.go). The caller checked short
+// first: a level below zero means the memory is out of step.
 func (s *admitState) takeStock(ctx *raftfsm.ApplyContext, need []skuUnits) error {
-	var skus []string
-	var units []int64
 	for _, u := range need {
-		if _, tracked := s.stock[u.sku]; tracked {
-			skus, units = append(skus, u.sku), append(units, u.n)
+		if qty, tracked := s.stock[u.sku]; tracked && qty < u.n {
+			return fmt.Errorf("admission state out of step with the files: stock of %s is %d, %d taken", u.sku, qty, u.n)
 		}
 	}
-	if len(skus) == 0 {
-		return nil
-	}
-	taken, err := store.TakeStock(ctx.DB, skus, units)
-	if err != nil {
-		return err
-	}
-	if !taken {
-		return fmt.Errorf("admission state out of step with the files: stock of %v", skus)
-	}
-	for i, sku := range skus {
-		s.stock[sku] -= units[i]
+	for _, u := range need {
+		qty, tracked := s.stock[u.sku]
+		if !tracked {
+			continue
+		}
+		qty -= u.n
+		if err := store.QueueStockLevel(ctx.DB, u.sku, qty); err != nil {
+			return err
+		}
+		s.stock[u.sku] = qty
 	}
 	return nil
 }

@@ -53,17 +53,21 @@ func cpuTime() time.Duration {
 func BenchmarkApplyPlaceOrder(b *testing.B) {
 	// grouped: Raft batches of 8 (what a follower gets at 64 callers),
 	// the files committed once per 256 entries, as a node's FSM groups
-	// them (raftfsm/group.go).
+	// them (raftfsm/group.go). tracked: grouped, with every sku of the
+	// cart tracked (the others track none).
 	for _, run := range []struct {
-		batch   int
-		grouped bool
-	}{{1, false}, {32, false}, {8, true}} {
+		batch            int
+		grouped, tracked bool
+	}{{1, false, false}, {32, false, false}, {8, true, false}, {8, true, true}} {
 		batch := run.batch
 		name := fmt.Sprintf("batch=%d", batch)
 		var g raftfsm.Grouping
 		if run.grouped {
 			name += "/grouped"
 			g = raftfsm.Grouping{Delay: time.Hour, Entries: 256}
+		}
+		if run.tracked {
+			name = fmt.Sprintf("batch=%d/tracked", batch)
 		}
 		b.Run(name, func(b *testing.B) {
 			tmpl := b.TempDir()
@@ -78,7 +82,14 @@ func BenchmarkApplyPlaceOrder(b *testing.B) {
 			// index).
 			const sessions = 256
 			var setup []*raft.Log
-			setup = append(setup, next(CmdSetStock, setStockCmd{SKU: "egg"}))
+			if run.tracked {
+				for _, sku := range []string{"ramen", "egg", "tea"} {
+					q := int64(maxStock)
+					setup = append(setup, next(CmdSetStock, setStockCmd{SKU: sku, Quantity: &q}))
+				}
+			} else {
+				setup = append(setup, next(CmdSetStock, setStockCmd{SKU: "egg"}))
+			}
 			ids := make([]string, sessions)
 			for i := range ids {
 				ids[i] = fmt.Sprintf("S%022d", 1000+i)

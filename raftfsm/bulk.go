@@ -29,6 +29,23 @@ import (
 //
 // An abort (abortGroupLocked) drops them with the group.
 //
+// Queued sets: QueueSet(table, keyCol, valCol, key, val) keeps the newest
+// value of one column per key, and writes it as UPDATE table SET valCol
+// = ? WHERE keyCol = ? (one prepared statement, one Exec per pending key,
+// keys in the order first queued) under exactly the rules above: before a
+// statement naming the table, before any statement that is not plain DML,
+// at commitFiles and with FlushQueued; dropped on abort. Many Applies
+// that set the same key in one group cost one UPDATE (an order's stock
+// level, judged from the domain's memory). It is what one UPDATE per
+// call leaves: between the call and the flush nothing reads or changes
+// the table, so a later value replaces an earlier one, and the UPDATEs
+// of different keys commute as long as each key names its own rows (the
+// key column's values as stored: keys of one Go type, string or int64,
+// on a column of that type's affinity, as a TEXT or INTEGER primary
+// key). A table's inserts and sets, or its inserts under another column
+// list, are never pending together: queueing one writes the other first,
+// so they keep the order they were queued in.
+//
 // Determinism: the rows of one table are inserted in the order Apply
 // queued them, each chunk's rows in order, and nothing reads or changes
 // the table in between, so every replica assigns the same rowids and
@@ -53,7 +70,8 @@ const maxChunk = 32
 const maxVars = 999
 
 // bulkTable is one queueable INSERT (a table and its column list) and its
-// pending rows. Only the apply goroutine touches it (applyMu).
+// pending rows, or one queued set (set). Only the apply goroutine touches
+// it (applyMu).
 type bulkTable struct {
 	table string
 	cols  string
@@ -63,6 +81,10 @@ type bulkTable struct {
 	texts [maxChunkBits]string // by log2 of the chunk size, built lazily
 	args  []any                // pending rows, flattened
 	rows  int
+	// same: the bits of the other entries of the same table; set: a
+	// queued set (QueueSet), not an INSERT.
+	same uint64
+	set  *keyedVals
 }
 
 const maxChunkBits = 6 // 1, 2, 4, 8, 16, 32
@@ -79,6 +101,8 @@ type bulkSet struct {
 	// the first n tables (recomputed when more are known).
 	names map[string]stmtNames
 	off   bool // every row written at once (Grouping.Immediate)
+	// sets: the queued sets by table and "keyCol valCol"
+	sets map[bulkKey]*bulkTable
 	// rows queued and statements that wrote them, since Open (QueueStats)
 	rows, stmts atomic.Uint64
 }
@@ -89,7 +113,7 @@ type stmtNames struct {
 }
 
 func newBulkSet(off bool) *bulkSet {
-	return &bulkSet{byKey: map[bulkKey]*bulkTable{}, names: map[string]stmtNames{}, off: off}
+	return &bulkSet{byKey: map[bulkKey]*bulkTable{}, sets: map[bulkKey]*bulkTable{}, names: map[string]stmtNames{}, off: off}
 }
 
 // allTables is the mask of a statement that must see every queued row.
@@ -113,32 +137,119 @@ func (b *bulkSet) table(table, cols string, ncols int) (*bulkTable, error) {
 	for t.max*ncols > maxVars {
 		t.max /= 2
 	}
+	b.byKey[k] = t
+	b.add(t)
+	return t, nil
+}
+
+// add gives a new entry its bit and tells the entries of the same table
+// of each other.
+func (b *bulkSet) add(t *bulkTable) {
 	if len(b.tables) < 64 {
 		t.bit = 1 << len(b.tables)
 	} else {
 		t.bit = allTables // beyond 64 tables: any statement flushes them
 	}
-	b.byKey[k] = t
+	for _, u := range b.tables {
+		if strings.EqualFold(u.table, t.table) {
+			u.same |= t.bit
+			t.same |= u.bit
+		}
+	}
 	b.tables = append(b.tables, t)
+}
+
+// keyedVals is a queued set's pending values: the newest per key, the
+// keys in the order first queued.
+type keyedVals struct {
+	text   string // UPDATE table SET valCol = ? WHERE keyCol = ?
+	strKey bool   // keys are strings (else int64)
+	idx    map[any]int
+	keys   []any
+	vals   []any
+}
+
+// setTable is the queued set of valCol by keyCol in table; key is the
+// value about to be queued, whose type every key of the set shares.
+func (b *bulkSet) setTable(table, keyCol, valCol string, key any) (*bulkTable, error) {
+	k := bulkKey{table, keyCol + " " + valCol}
+	_, strKey := key.(string)
+	if _, isInt := key.(int64); !strKey && !isInt {
+		return nil, fmt.Errorf("queue set of %s.%s: key %T, want a string or an int64", table, valCol, key)
+	}
+	if t, ok := b.sets[k]; ok {
+		if t.set.strKey != strKey {
+			return nil, fmt.Errorf("queue set of %s.%s: key %T, first queued with another type", table, valCol, key)
+		}
+		return t, nil
+	}
+	for _, name := range []string{table, keyCol, valCol} {
+		if !isIdent(name) {
+			return nil, fmt.Errorf("queue set of %q.%q by %q: not a plain name", table, valCol, keyCol)
+		}
+	}
+	t := &bulkTable{table: table, cols: k.cols, set: &keyedVals{
+		text:   "UPDATE " + table + " SET " + valCol + " = ? WHERE " + keyCol + " = ?",
+		strKey: strKey, idx: map[any]int{}}}
+	b.sets[k] = t
+	b.add(t)
 	return t, nil
+}
+
+// queueSet keeps val as key's newest value.
+func (b *bulkSet) queueSet(t *bulkTable, key, val any) error {
+	v, err := queueValue(val)
+	if err != nil {
+		return fmt.Errorf("queue set of %s: %w", t.table, err)
+	}
+	s := t.set
+	if i, ok := s.idx[key]; ok {
+		s.vals[i] = v
+	} else {
+		s.idx[key] = len(s.keys)
+		s.keys, s.vals = append(s.keys, key), append(s.vals, v)
+		t.rows++
+	}
+	b.rows.Add(1)
+	b.pending |= t.bit
+	return nil
+}
+
+// reset forgets a set's pending values.
+func (s *keyedVals) reset() {
+	clear(s.idx)
+	clear(s.keys)
+	clear(s.vals)
+	s.keys, s.vals = s.keys[:0], s.vals[:0]
+}
+
+// flushSet writes a set's pending values, keys in the order first queued.
+func (b *bulkSet) flushSet(tx *cachedTx, t *bulkTable) error {
+	s := t.set
+	st, err := tx.stmt(s.text)
+	if err != nil {
+		return err
+	}
+	for i, key := range s.keys {
+		if _, err := st.Exec(s.vals[i], key); err != nil {
+			return fmt.Errorf("set queued %s of %v: %w", t.table, key, err)
+		}
+		b.stmts.Add(1)
+	}
+	s.reset()
+	t.rows = 0
+	return nil
 }
 
 // queue keeps one row. Values are converted and copied now (a pointer is
 // read at the call, as Exec would), so a caller may reuse what it passed.
 func (b *bulkSet) queue(t *bulkTable, args []any) error {
 	for _, a := range args {
-		switch v := a.(type) {
-		case nil, int64, string, bool, float64, int:
-			t.args = append(t.args, a)
-		case []byte:
-			t.args = append(t.args, bytes.Clone(v))
-		default:
-			v, err := driver.DefaultParameterConverter.ConvertValue(a)
-			if err != nil {
-				return fmt.Errorf("queue insert into %s: %w", t.table, err)
-			}
-			t.args = append(t.args, v)
+		v, err := queueValue(a)
+		if err != nil {
+			return fmt.Errorf("queue insert into %s: %w", t.table, err)
 		}
+		t.args = append(t.args, v)
 	}
 	t.rows++
 	b.rows.Add(1)
@@ -146,9 +257,24 @@ func (b *bulkSet) queue(t *bulkTable, args []any) error {
 	return nil
 }
 
-// dropAll forgets every pending row (the group was aborted).
+// queueValue is a value as Exec would pass it, read now: a blob is copied.
+func queueValue(a any) (any, error) {
+	switch v := a.(type) {
+	case nil, int64, string, bool, float64, int:
+		return a, nil
+	case []byte:
+		return bytes.Clone(v), nil
+	default:
+		return driver.DefaultParameterConverter.ConvertValue(a)
+	}
+}
+
+// dropAll forgets every pending row and set (the group was aborted).
 func (b *bulkSet) dropAll() {
 	for _, t := range b.tables {
+		if t.set != nil {
+			t.set.reset()
+		}
 		clear(t.args)
 		t.args, t.rows = t.args[:0], 0
 	}
@@ -195,6 +321,12 @@ func (b *bulkSet) flush(tx *cachedTx, mask uint64) error {
 	}
 	for _, t := range b.tables {
 		if t.rows == 0 || t.bit&mask == 0 {
+			continue
+		}
+		if t.set != nil {
+			if err := b.flushSet(tx, t); err != nil {
+				return err
+			}
 			continue
 		}
 		done := 0
@@ -271,9 +403,9 @@ func isIdent(s string) bool {
 	return true
 }
 
-// QueueStats counts the rows Apply queued (QueueInsert) since Open and
-// the statements that wrote them: rows per statement is what the queue
-// saves. Both stay 0 with Grouping.Immediate.
+// QueueStats counts the rows Apply queued (QueueInsert, and values
+// QueueSet) since Open and the statements that wrote them: rows per
+// statement is what the queue saves. Both stay 0 with Grouping.Immediate.
 func (f *FSM) QueueStats() (rows, statements uint64) {
 	return f.bulk.rows.Load(), f.bulk.stmts.Load()
 }

@@ -42,9 +42,7 @@ func bulkRegistry() *raftfsm.Registry {
 		if err := json.Unmarshal(p, &c); err != nil {
 			return []byte(`{"error":"malformed"}`), nil
 		}
-		q := ctx.DB.(interface {
-			QueueInsert(table, cols string, args ...any) error
-		})
+		q := ctx.DB.(queuer)
 		queue := func(n int) error {
 			for i := range n {
 				v := any(fmt.Sprintf("%s#%d@%d", c.K, i, ctx.Index))
@@ -100,6 +98,40 @@ func bulkRegistry() *raftfsm.Registry {
 			if err := ctx.DB.QueryRow(`SELECT n FROM counter`).Scan(&count); err != nil {
 				return nil, err
 			}
+		case "set":
+			// The newest value of a key wins; rows go beside it.
+			if err := q.QueueSet("levels", "k", "n", c.K, c.N); err != nil {
+				return nil, err
+			}
+			if err := queue(1); err != nil {
+				return nil, err
+			}
+			if err := q.QueueSet("levels", "k", "n", c.K, int64(c.N*2)+int64(ctx.Index)); err != nil {
+				return nil, err
+			}
+		case "lvl":
+			// A new key's set before its row's insert changes nothing,
+			// the one after it does: queueing one writes the other first.
+			nk := fmt.Sprintf("%s@%d", c.K, ctx.Index)
+			if err := q.QueueSet("levels", "k", "n", nk, 1); err != nil {
+				return nil, err
+			}
+			if err := q.QueueInsert("levels", "k, n", nk, c.N); err != nil {
+				return nil, err
+			}
+			if err := q.QueueSet("levels", "k", "n", nk, c.N+1); err != nil {
+				return nil, err
+			}
+			if err := q.QueueSet("levels", "k", "n", c.K, c.N); err != nil {
+				return nil, err
+			}
+		case "lvlread":
+			if err := q.QueueSet("levels", "k", "n", c.K, c.N); err != nil {
+				return nil, err
+			}
+			if err := ctx.DB.QueryRow(`SELECT count(*), total(n) FROM levels`).Scan(&count, &maxID); err != nil {
+				return nil, err
+			}
 		case "ddl":
 			if err := queue(c.N); err != nil {
 				return nil, err
@@ -114,7 +146,68 @@ func bulkRegistry() *raftfsm.Registry {
 		}
 		return json.Marshal([3]int64{count, maxID, notes})
 	})
+	reg.Register(cmdSetSteps, "test.setSteps", applySetSteps)
 	return reg
+}
+
+// queuer is ApplyContext.DB's queue (raftfsm/bulk.go).
+type queuer interface {
+	QueueInsert(table, cols string, args ...any) error
+	QueueSet(table, keyCol, valCol string, key, val any) error
+}
+
+// cmdSetSteps runs its steps on the levels table: "set" queues k's level
+// (QueueSet), "read" reads it through DB and "bare" through the bare
+// transaction, "add" adds n through DB, "flush" is FlushQueued, "ddl" a
+// schema change, "other" a write to another table. It answers what the
+// reads read.
+const cmdSetSteps raftfsm.CommandType = 61
+
+type setStep struct {
+	Op string `json:"op"`
+	K  string `json:"k,omitempty"`
+	N  int64  `json:"n,omitempty"`
+}
+
+func applySetSteps(ctx *raftfsm.ApplyContext, p []byte) ([]byte, error) {
+	var steps []setStep
+	if err := json.Unmarshal(p, &steps); err != nil {
+		return nil, err
+	}
+	var read []int64
+	for _, s := range steps {
+		var err error
+		var n int64
+		switch s.Op {
+		case "set":
+			err = ctx.DB.(queuer).QueueSet("levels", "k", "n", s.K, s.N)
+		case "read":
+			err = ctx.DB.QueryRow(`SELECT n FROM levels WHERE k = ?`, s.K).Scan(&n)
+			read = append(read, n)
+		case "bare":
+			err = ctx.SQL.QueryRow(`SELECT n FROM levels WHERE k = ?`, s.K).Scan(&n)
+			read = append(read, n)
+		case "add":
+			_, err = ctx.DB.Exec(`UPDATE levels SET n = n + ? WHERE k = ?`, s.N, s.K)
+		case "flush":
+			err = ctx.FlushQueued()
+		case "ddl":
+			_, err = ctx.DB.Exec(`CREATE TABLE IF NOT EXISTS extra (x)`)
+		case "other":
+			_, err = ctx.DB.Exec(`UPDATE counter SET n = n + 1`)
+		default:
+			err = fmt.Errorf("step %q", s.Op)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(read)
+}
+
+func stepsEntry(index uint64, steps ...setStep) *raft.Log {
+	p, _ := json.Marshal(steps)
+	return entry(index, raftfsm.Command{Type: cmdSetSteps, Version: 1, FSMTime: int64(index) * 10, Payload: p})
 }
 
 func bulkMigrate(tx *sql.Tx) error {
@@ -124,6 +217,8 @@ func bulkMigrate(tx *sql.Tx) error {
 		`CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, k TEXT NOT NULL, b BLOB)`,
 		`CREATE TABLE IF NOT EXISTS counter (n INTEGER NOT NULL)`,
 		`INSERT INTO counter(n) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM counter)`,
+		`CREATE TABLE IF NOT EXISTS levels (k TEXT PRIMARY KEY, n INTEGER NOT NULL CHECK (n >= 0))`,
+		`INSERT OR IGNORE INTO levels(k, n) VALUES ('a', 0), ('b', 0), ('c', 0), ('k0', 0), ('k1', 0), ('k2', 0), ('k3', 0), ('k4', 0), ('k5', 0)`,
 	} {
 		if _, err := tx.Exec(s); err != nil {
 			return err
@@ -219,7 +314,7 @@ func TestQueuedRowsGiveTheSameContentsAsImmediateWrites(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 9))
 	var logs []*raft.Log
 	for i := uint64(1); i <= 300; i++ {
-		ops := []string{"log", "log", "log", "read", "del", "count", "bare"}
+		ops := []string{"log", "log", "log", "read", "del", "count", "bare", "set", "set", "lvl", "lvlread"}
 		c := bulkCmd{Op: ops[rng.IntN(len(ops))], K: fmt.Sprintf("k%d", rng.IntN(6)), N: rng.IntN(45)}
 		logs = append(logs, bulkEntry(i, c))
 	}
@@ -331,9 +426,7 @@ func TestCrashBeforeCommitLeavesNoQueuedRow(t *testing.T) {
 func TestQueueInsertRefusesAnotherWidth(t *testing.T) {
 	reg := raftfsm.NewRegistry()
 	reg.Register(cmdBulk, "test.bulk", func(ctx *raftfsm.ApplyContext, p []byte) ([]byte, error) {
-		q := ctx.DB.(interface {
-			QueueInsert(table, cols string, args ...any) error
-		})
+		q := ctx.DB.(queuer)
 		if err := q.QueueInsert("log", logCols, "k", "v", int64(1)); err != nil {
 			return nil, err
 		}
@@ -369,6 +462,121 @@ func TestQueueInsertRefusesAnotherWidth(t *testing.T) {
 	}
 	if n := rowsOf(t, f, `SELECT count(*) FROM log`); n != 1 {
 		t.Fatalf("%d rows, want 1", n)
+	}
+}
+
+// A queued set keeps the newest value per key and is written under the
+// queued rows' rules: a statement naming its table (a read, an UPDATE)
+// sees it, a schema change and FlushQueued write it for the bare
+// transaction, a statement naming another table leaves it queued, and the
+// group's commit writes it; a restore's abort drops it; with queueing off
+// it is written at once.
+func TestQueuedSetsKeepTheNewestValueUnderTheFlushRules(t *testing.T) {
+	levels := func(f *raftfsm.FSM) string {
+		t.Helper()
+		var out string
+		if err := f.Query(func(db *sql.DB) error {
+			return db.QueryRow(`SELECT group_concat(k || '=' || n, ' ') FROM (SELECT k, n FROM levels WHERE k IN ('a', 'b', 'c') ORDER BY k)`).Scan(&out)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	f := openBulk(t, t.TempDir(), raftfsm.Grouping{Delay: time.Hour})
+	got := applyAnswers(t, f,
+		stepsEntry(1, setStep{"set", "a", 1}, setStep{"set", "b", 2}, setStep{"set", "a", 3}, setStep{Op: "other"}, setStep{"bare", "a", 0}),
+		stepsEntry(2, setStep{"read", "a", 0}, setStep{"set", "a", 4}, setStep{"add", "a", 10}, setStep{"read", "a", 0}),
+		stepsEntry(3, setStep{"set", "c", 5}, setStep{Op: "ddl"}, setStep{"bare", "c", 0}),
+		stepsEntry(4, setStep{"set", "b", 7}, setStep{Op: "flush"}, setStep{"bare", "b", 0}),
+		stepsEntry(5, setStep{"set", "a", 30}, setStep{"set", "b", 8}, setStep{"set", "b", 9}))
+	want := []string{"[0]", "[3,14]", "[5]", "[7]", "null"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("answers %v, want %v: the newest value, seen by a statement naming the table, a schema change or FlushQueued, unseen by the bare transaction before", got, want)
+	}
+	if rows, stmts := f.QueueStats(); rows != 9 || stmts != 5 {
+		// a and b by entry 2's read, a by its add, c by the DDL, b by
+		// the flush; entry 5's a and b still queued.
+		t.Fatalf("queue: %d values in %d statements before the commit, want 9 in 5", rows, stmts)
+	}
+	if got := levels(f); got != "a=0 b=0 c=0" {
+		t.Fatalf("before the commit the files hold %q, want nothing of the open group", got)
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := levels(f); got != "a=30 b=9 c=5" {
+		t.Fatalf("after the commit the files hold %q, want a=30 b=9 c=5", got)
+	}
+	if _, stmts := f.QueueStats(); stmts != 7 {
+		t.Fatalf("%d statements after the commit, want 7 (one per key)", stmts)
+	}
+
+	// A restore drops the open group's queued values.
+	var snap bytes.Buffer
+	if err := f.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	applyAnswers(t, f, stepsEntry(6, setStep{"set", "a", 99}))
+	if err := f.Restore(io.NopCloser(&snap)); err != nil {
+		t.Fatal(err)
+	}
+	applyAnswers(t, f, stepsEntry(6, setStep{"set", "c", 6}))
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := levels(f); got != "a=30 b=9 c=6" {
+		t.Fatalf("after the restore the files hold %q, want a=30 b=9 c=6 (the dropped group's a=99 gone)", got)
+	}
+
+	// Queueing off: written at once, seen by the bare transaction.
+	g := openBulk(t, t.TempDir(), raftfsm.Grouping{Delay: time.Hour, Immediate: true})
+	got = applyAnswers(t, g, stepsEntry(1, setStep{"set", "a", 2}, setStep{"bare", "a", 0}, setStep{"set", "a", 3}, setStep{"bare", "a", 0}))
+	if got[0] != "[2,3]" {
+		t.Fatalf("immediate: the bare transaction read %s, want [2,3]", got[0])
+	}
+	if rows, stmts := g.QueueStats(); rows != 0 || stmts != 0 {
+		t.Fatalf("immediate: %d values queued in %d statements", rows, stmts)
+	}
+}
+
+// QueueSet refuses names that are not identifiers and keys that are
+// neither strings nor int64s, or not of the set's first key's type.
+func TestQueueSetRefusesOddNamesAndKeys(t *testing.T) {
+	reg := raftfsm.NewRegistry()
+	reg.Register(cmdSetSteps, "test.setSteps", func(ctx *raftfsm.ApplyContext, p []byte) ([]byte, error) {
+		q := ctx.DB.(queuer)
+		for _, bad := range []struct {
+			table, key, val string
+			k               any
+		}{
+			{"levels; DROP TABLE levels", "k", "n", "a"},
+			{"levels", "k = k OR 1", "n", "a"},
+			{"levels", "k", "n = 0,", "a"},
+			{"levels", "k", "n", 1.5},
+			{"levels", "k", "n", []byte("a")},
+		} {
+			if err := q.QueueSet(bad.table, bad.key, bad.val, bad.k, 1); err == nil {
+				return nil, fmt.Errorf("QueueSet(%q, %q, %q, %v) was queued", bad.table, bad.key, bad.val, bad.k)
+			}
+		}
+		if err := q.QueueSet("levels", "k", "n", "a", 1); err != nil {
+			return nil, err
+		}
+		if err := q.QueueSet("levels", "k", "n", 7, 1); err == nil {
+			return nil, fmt.Errorf("an int key was queued beside a string key")
+		}
+		return nil, nil
+	})
+	f, err := raftfsm.Open(raftfsm.Options{Dir: t.TempDir(), Registry: reg, Migrate: bulkMigrate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if r := resp(t, f.ApplyBatch([]*raft.Log{stepsEntry(1)})[0]); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if n := rowsOf(t, f, `SELECT n FROM levels WHERE k = 'a'`); n != 1 {
+		t.Fatalf("a = %d, want 1", n)
 	}
 }
 

@@ -42,8 +42,9 @@ type Grouping struct {
 	Delay time.Duration
 	// Entries commits a group that holds this many entries (0: 1024).
 	Entries int
-	// Immediate writes every row Apply queues (QueueInsert, bulk.go) at
-	// once, one statement per row: what tests compare the queue with.
+	// Immediate writes every row and value Apply queues (QueueInsert,
+	// QueueSet, bulk.go) at once, one statement per call: what tests
+	// compare the queue with.
 	Immediate bool
 }
 

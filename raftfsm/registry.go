@@ -24,7 +24,9 @@ type ApplyContext struct {
 	// QueueInsert(table, cols string, args ...any) error: a row whose
 	// insert Apply needs no answer from, written with others at the
 	// group's commit or before a statement on DB that names the table
-	// (bulk.go).
+	// (bulk.go); and QueueSet(table, keyCol, valCol string, key, val
+	// any) error: UPDATE table SET valCol = val WHERE keyCol = key,
+	// written under the same rules, the newest value per key only.
 	DB Querier
 	// Epoch names what the files hold as the apply path left them: it
 	// changes whenever they change other than by applying entries in
@@ -38,8 +40,8 @@ type ApplyContext struct {
 	fsm    *FSM // the FSM applying it (its own commands, level.go)
 }
 
-// FlushQueued writes the rows queued through DB.QueueInsert now, for
-// code that reads through SQL instead of DB.
+// FlushQueued writes the rows and values queued through DB.QueueInsert
+// and DB.QueueSet now, for code that reads through SQL instead of DB.
 func (c *ApplyContext) FlushQueued() error {
 	if db, ok := c.DB.(*cachedTx); ok {
 		return db.flushAll()

@@ -134,8 +134,9 @@ func (d cachedDB) QueryRow(query string, args ...any) *sql.Row {
 // not once per batch: at a few orders per batch the parsing was a third
 // of an order's Apply.
 //
-// It also holds the rows queued by QueueInsert (bulk.go) and writes them
-// before any statement that names their table.
+// It also holds the rows queued by QueueInsert and the values queued by
+// QueueSet (bulk.go) and writes them before any statement that names
+// their table.
 type cachedTx struct {
 	tx     *sql.Tx
 	parent *stmtCache // nil: prepare per transaction only
@@ -169,7 +170,55 @@ func (t *cachedTx) QueueInsert(table, cols string, args ...any) error {
 		_, err = st.Exec(args...)
 		return err
 	}
+	if err := t.flushSame(bt); err != nil {
+		return err
+	}
 	return b.queue(bt, args)
+}
+
+// QueueSet queues UPDATE table SET valCol = val WHERE keyCol = key: the
+// newest value per key is written at the group's commit or before a
+// statement that names table, under QueueInsert's rules (bulk.go); an
+// immediate Exec when queueing is off. key is a string or an int64 (an
+// int is taken as one), the same type for every key of a set, and names
+// its own rows.
+func (t *cachedTx) QueueSet(table, keyCol, valCol string, key, val any) error {
+	if t.err != nil {
+		return t.err
+	}
+	if k, ok := key.(int); ok {
+		key = int64(k)
+	}
+	b := t.bulk
+	bt, err := b.setTable(table, keyCol, valCol, key)
+	if err != nil {
+		return err
+	}
+	if b.off {
+		st, err := t.stmt(bt.set.text)
+		if err != nil {
+			return err
+		}
+		_, err = st.Exec(val, key)
+		return err
+	}
+	if err := t.flushSame(bt); err != nil {
+		return err
+	}
+	return b.queueSet(bt, key, val)
+}
+
+// flushSame writes what other entries of bt's table hold (another column
+// list, or inserts beside sets), so a table's writes keep their order.
+func (t *cachedTx) flushSame(bt *bulkTable) error {
+	if t.bulk.pending&bt.same == 0 {
+		return nil
+	}
+	if err := t.bulk.flush(t, bt.same); err != nil {
+		t.err = err
+		return err
+	}
+	return nil
 }
 
 // flushFor writes the queued rows a statement could see or change.

@@ -148,66 +148,6 @@ func queryPlan(t *testing.T, q DB, query string, args ...any) string {
 	return plan
 }
 
-// TakeStock in one statement leaves the stock table exactly as the read
-// (StockOf), the check and one AddStock per tracked sku left it, and
-// refuses exactly the carts with a tracked sku short, taking nothing.
-func TestTakeStockMatchesReadCheckTake(t *testing.T) {
-	oldTx, newTx := migratedTx(t), migratedTx(t)
-	r := rand.New(rand.NewPCG(19, 11))
-	const nSKUs = 12
-	for step := range 2000 {
-		if step%50 == 0 { // restock, tracking some skus
-			for i := range nSKUs {
-				var q *int64
-				if r.IntN(3) != 0 {
-					v := int64(r.IntN(8))
-					q = &v
-				}
-				for _, tx := range []*sql.Tx{oldTx, newTx} {
-					if err := SetStock(tx, fmt.Sprintf("sku%02d", i), q); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		}
-		var skus []string
-		var units []int64
-		for _, i := range r.Perm(nSKUs)[:1+r.IntN(6)] {
-			skus = append(skus, fmt.Sprintf("sku%02d", i))
-			units = append(units, int64(1+r.IntN(3)))
-		}
-		levels, err := StockOf(oldTx, skus)
-		if err != nil {
-			t.Fatal(err)
-		}
-		short := false
-		for i, s := range skus {
-			if q, tracked := levels[s]; tracked && q < units[i] {
-				short = true
-			}
-		}
-		if !short {
-			for i, s := range skus {
-				if _, tracked := levels[s]; tracked {
-					if err := AddStock(oldTx, s, -units[i]); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		}
-		taken, err := TakeStock(newTx, skus, units)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if taken == short {
-			t.Fatalf("step %d: %v %v taken=%v, short=%v by the read", step, skus, units, taken, short)
-		}
-		if o, n := tableRows(t, oldTx, "stock"), tableRows(t, newTx, "stock"); o != n {
-			t.Fatalf("step %d: stock\n%s\nthe old statements left\n%s", step, n, o)
-		}
-	}
-}
-
 // PrinterStations answers the ids and stations ListPrinters answers, in
 // the same order.
 func TestPrinterStationsMatchListPrinters(t *testing.T) {
@@ -316,50 +256,6 @@ func BenchmarkTicketNumber(b *testing.B) {
 			for b.Loop() {
 				if _, err := next(q); err != nil {
 					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkStockTake is a cart of three skus, one tracked: before (read
-// the levels, then one write per tracked sku) and after (TakeStock).
-//
-//	go test -run '^$' -bench StockTake ./orders/store/
-func BenchmarkStockTake(b *testing.B) {
-	skus, units := []string{"ramen", "egg", "tea"}, []int64{1, 1, 1}
-	for _, name := range []string{"before", "after"} {
-		b.Run(name, func(b *testing.B) {
-			tx := migratedTx(b)
-			for i := range 20 {
-				q := int64(1 << 40)
-				if err := SetStock(tx, fmt.Sprintf("sku%02d", i), &q); err != nil {
-					b.Fatal(err)
-				}
-				if i == 0 {
-					if err := SetStock(tx, "egg", &q); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			q := preparedTx{tx: tx, m: map[string]*sql.Stmt{}}
-			for b.Loop() {
-				if name == "after" {
-					if taken, err := TakeStock(q, skus, units); err != nil || !taken {
-						b.Fatal(taken, err)
-					}
-					continue
-				}
-				levels, err := StockOf(q, skus)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for i, s := range skus {
-					if _, tracked := levels[s]; tracked {
-						if err := AddStock(q, s, -units[i]); err != nil {
-							b.Fatal(err)
-						}
-					}
 				}
 			}
 		})

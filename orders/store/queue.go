@@ -14,6 +14,13 @@ type queuer interface {
 	QueueInsert(table, cols string, args ...any) error
 }
 
+// setQueuer is a DB that can keep a column's newest value per key and
+// write it, one UPDATE per key, under the queued rows' rules (raftfsm's
+// QueueSet).
+type setQueuer interface {
+	QueueSet(table, keyCol, valCol string, key, val any) error
+}
+
 // rowInsert is a plain INSERT of one row whose result the caller does not
 // need (no id, no count, no conflict clause): one an Apply may queue.
 // Only tables that no view, trigger or foreign-key action reaches are

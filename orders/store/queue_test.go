@@ -2,16 +2,33 @@ package store
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
 
 // queueTx is a DB that queues rows as the FSM's apply transaction does
-// and writes each table's rows in one multi-row statement when asked.
+// and writes each table's rows in one multi-row statement when asked; and
+// queued sets, the newest value per key, one UPDATE each.
 type queueTx struct {
 	DB
 	order []string
 	rows  map[string][][]any // by "table(cols)"
+	sets  []queuedSet
+}
+
+type queuedSet struct{ text, key, val any }
+
+func (q *queueTx) QueueSet(table, keyCol, valCol string, key, val any) error {
+	text := "UPDATE " + table + " SET " + valCol + " = ? WHERE " + keyCol + " = ?"
+	for i, s := range q.sets {
+		if s.text == text && s.key == key {
+			q.sets[i].val = val
+			return nil
+		}
+	}
+	q.sets = append(q.sets, queuedSet{text, key, val})
+	return nil
 }
 
 func (q *queueTx) QueueInsert(table, cols string, args ...any) error {
@@ -40,6 +57,93 @@ func (q *queueTx) flush(t *testing.T) {
 		}
 	}
 	q.order, q.rows = nil, map[string][][]any{}
+	for _, s := range q.sets {
+		if _, err := q.DB.Exec(s.text.(string), s.val, s.key); err != nil {
+			t.Fatalf("%s: %v", s.text, err)
+		}
+	}
+	q.sets = nil
+}
+
+// An order's stock levels, judged from memory and queued per sku
+// (QueueStockLevel), newest level only, leave the stock table as the
+// per-order take (AddStock of each tracked sku, when none is short) left
+// it, whether written at once or queued over many orders; an untracked
+// sku stays untracked, and a level below zero is refused.
+func TestQueuedStockLevelsWriteWhatPerOrderTakesWrite(t *testing.T) {
+	oldTx, nowTx := migratedTx(t), migratedTx(t)
+	q := &queueTx{DB: migratedTx(t), rows: map[string][][]any{}}
+	r := rand.New(rand.NewPCG(41, 3))
+	const nSKUs = 12
+	var mem map[string]int64
+	for step := range 2000 {
+		if step%50 == 0 { // restock, tracking some skus: a statement naming stock writes the queue first
+			q.flush(t)
+			for i := range nSKUs {
+				var level *int64
+				if r.IntN(3) != 0 {
+					v := int64(r.IntN(8))
+					level = &v
+				}
+				for _, tx := range []DB{oldTx, nowTx, q.DB} {
+					if err := SetStock(tx, fmt.Sprintf("sku%02d", i), level); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var err error
+			if mem, err = StockMap(q.DB); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var skus []string
+		var units []int64
+		for _, i := range r.Perm(nSKUs)[:1+r.IntN(6)] {
+			skus = append(skus, fmt.Sprintf("sku%02d", i))
+			units = append(units, int64(1+r.IntN(3)))
+		}
+		short := false
+		for i, s := range skus {
+			if level, tracked := mem[s]; tracked && level < units[i] {
+				short = true
+			}
+		}
+		if short {
+			continue
+		}
+		for i, s := range skus {
+			if err := AddStock(oldTx, s, -units[i]); err != nil {
+				t.Fatal(err)
+			}
+			level, tracked := mem[s]
+			next := level - units[i]
+			if !tracked {
+				next = 5 // finds no row: stays untracked
+			}
+			for _, tx := range []DB{nowTx, q} {
+				if err := QueueStockLevel(tx, s, next); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tracked {
+				mem[s] = next
+			}
+		}
+		if step%7 == 0 {
+			q.flush(t)
+		}
+		if step%100 == 99 || step == 1999 {
+			q.flush(t)
+			for _, tx := range []DB{nowTx, q.DB} {
+				if got, want := tableRows(t, tx, "stock"), tableRows(t, oldTx, "stock"); got != want {
+					t.Fatalf("step %d: stock\n%s\nthe per-order takes left\n%s", step, got, want)
+				}
+			}
+		}
+	}
+	if err := QueueStockLevel(nowTx, "sku00", -1); err == nil {
+		t.Fatal("a level below zero was set")
+	}
 }
 
 // The inserts an Apply queues (audit, outbox, print jobs) write, queued
@@ -78,8 +182,8 @@ func TestQueuedInsertsWriteWhatTheirOneRowStatementsWrite(t *testing.T) {
 	}
 }
 
-// Queued rows are seen only through statements that name their table
-// (raftfsm/bulk.go): no view, trigger or foreign key may reach a queued
+// Queued rows and sets are seen only through statements that name their
+// table (raftfsm/bulk.go): no view, trigger or foreign key may reach a queued
 // table, or a statement would see or change it without flushing it.
 func TestNothingReachesAQueuedTableUnnamed(t *testing.T) {
 	tx := migratedTx(t)
@@ -94,9 +198,10 @@ func TestNothingReachesAQueuedTableUnnamed(t *testing.T) {
 		if err := rows.Scan(&typ, &name, &text); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range []rowInsert{auditInsert, outboxInsert, printJobInsert} {
-			if typ == "foreign key" && (text == r.table || name == r.table) || typ != "foreign key" && strings.Contains(strings.ToLower(text), r.table) {
-				t.Errorf("%s %s may reach %s, whose rows an Apply queues", typ, name, r.table)
+		// stock: QueueStockLevel's queued sets.
+		for _, table := range []string{auditInsert.table, outboxInsert.table, printJobInsert.table, "stock"} {
+			if typ == "foreign key" && (text == table || name == table) || typ != "foreign key" && strings.Contains(strings.ToLower(text), table) {
+				t.Errorf("%s %s may reach %s, whose rows an Apply queues", typ, name, table)
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -40,42 +39,29 @@ func StockOf(q DB, skus []string) (map[string]int64, error) {
 	return out, nil
 }
 
-// TakeStock takes n[i] units of skus[i] (distinct skus) where it is
-// tracked, all or nothing, in one statement: an order's stock costs one
-// write instead of a read and a write per tracked sku. taken is false when
-// a tracked sku has fewer than asked: its CHECK (quantity >= 0) fails the
-// statement, which SQLite backs out whole (the ABORT rule), so nothing was
-// taken and the caller finds the short skus with StockOf.
-func TakeStock(tx DB, skus []string, n []int64) (taken bool, err error) {
-	if len(skus) == 0 {
-		return true, nil
-	}
-	// One statement text per cart size, as StockOf. sku = ? OR … finds the
-	// rows by the primary key without building a table of the skus, as IN
-	// (…) and UPDATE … FROM (VALUES …) do (twice the time, measured).
-	var set, where strings.Builder
-	args := make([]any, 0, 2*len(skus))
-	for i, s := range skus {
-		fmt.Fprintf(&set, " WHEN ?%d THEN ?%d", 2*i+1, 2*i+2)
-		if i > 0 {
-			where.WriteString(" OR ")
-		}
-		fmt.Fprintf(&where, "sku = ?%d", 2*i+1)
-		args = append(args, s, n[i])
-	}
-	query := `UPDATE stock SET quantity = quantity - CASE sku` + set.String() + ` END WHERE ` + where.String()
-	if _, err := tx.Exec(query, args...); err != nil {
-		if isConstraint(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("take stock: %w", err)
-	}
-	return true, nil
-}
+// stockLevelSet is what QueueStockLevel runs when it cannot queue, the
+// text raftfsm's QueueSet writes for it (one prepared statement).
+const stockLevelSet = `UPDATE stock SET quantity = ? WHERE sku = ?`
 
-// isConstraint reports an SQLITE_CONSTRAINT failure (any extended code).
-func isConstraint(err error) bool {
-	const sqliteConstraint = 19
-	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == sqliteConstraint
+// QueueStockLevel sets a tracked sku's quantity to qty, the level the
+// caller judged from its memory of the files (orders' admission state):
+// on the apply transaction it is queued, and only the newest level per
+// sku is written, before any statement that names stock and at the
+// group's commit (raftfsm/bulk.go), so many orders of one group cost one
+// UPDATE per sku; on any other DB it is written at once. An untracked sku
+// (no row) stays untracked.
+func QueueStockLevel(tx DB, sku string, qty int64) error {
+	if qty < 0 {
+		return fmt.Errorf("set stock %s to %d: below zero", sku, qty)
+	}
+	var err error
+	if q, ok := tx.(setQueuer); ok {
+		err = q.QueueSet("stock", "sku", "quantity", sku, qty)
+	} else {
+		_, err = tx.Exec(stockLevelSet, qty, sku)
+	}
+	if err != nil {
+		return fmt.Errorf("set stock %s: %w", sku, err)
+	}
+	return nil
 }
