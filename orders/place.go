@@ -413,7 +413,7 @@ func (p *placement) admit(cart pricedCart) ([]byte, error) {
 		// store.NextTicketNo from memory: the same number, the same row.
 		var next store.TicketCounter
 		ticketNo, next = st.ticket.Next()
-		if err := store.WriteTicketCounter(ctx.DB, next, st.ticket.Exists); err != nil {
+		if err := store.WriteTicketCounter(ctx.DB, st.ticket, next); err != nil {
 			return nil, err
 		}
 		st.ticket = next

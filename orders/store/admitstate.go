@@ -100,18 +100,25 @@ func (c TicketCounter) Next() (int64, TicketCounter) {
 	return next, TicketCounter{DayFrom: c.DayFrom, Exists: true, RowDay: c.DayFrom, RowLast: next}
 }
 
-// WriteTicketCounter stores the counter as c.Next left it: the row
-// NextTicketNo's UPDATE (or, for the first ticket, INSERT) would leave;
-// wasThere says whether the row existed before.
-func WriteTicketCounter(tx DB, c TicketCounter, wasThere bool) error {
-	if wasThere {
-		if _, err := tx.Exec(`UPDATE ticket_counter SET last_no = ?, day_from = ?`, c.RowLast, c.RowDay); err != nil {
-			return fmt.Errorf("advance ticket counter: %w", err)
-		}
-		return nil
+// WriteTicketCounter stores the counter as prev.Next left it (next): the
+// row NextTicketNo's UPDATE (or, for the first ticket, INSERT) would
+// leave. Within a business day only last_no moves, and on the apply
+// transaction that is queued (raftfsm's QueueSet, keyed by the row's
+// day_from), so a group's orders write the counter once; the first
+// ticket and a new day's write at once (after what is queued for the
+// table, which the statement names).
+func WriteTicketCounter(tx DB, prev, next TicketCounter) error {
+	var err error
+	switch q, queues := tx.(setQueuer); {
+	case prev.Exists && prev.RowDay == next.RowDay && queues:
+		err = q.QueueSet("ticket_counter", "day_from", "last_no", next.RowDay, next.RowLast)
+	case prev.Exists:
+		_, err = tx.Exec(`UPDATE ticket_counter SET last_no = ?, day_from = ?`, next.RowLast, next.RowDay)
+	default:
+		_, err = tx.Exec(`INSERT INTO ticket_counter(day_from, last_no) VALUES (?, ?)`, next.RowDay, next.RowLast)
 	}
-	if _, err := tx.Exec(`INSERT INTO ticket_counter(day_from, last_no) VALUES (?, ?)`, c.RowDay, c.RowLast); err != nil {
-		return fmt.Errorf("start ticket counter: %w", err)
+	if err != nil {
+		return fmt.Errorf("advance ticket counter: %w", err)
 	}
 	return nil
 }

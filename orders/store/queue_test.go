@@ -198,8 +198,9 @@ func TestNothingReachesAQueuedTableUnnamed(t *testing.T) {
 		if err := rows.Scan(&typ, &name, &text); err != nil {
 			t.Fatal(err)
 		}
-		// stock: QueueStockLevel's queued sets.
-		for _, table := range []string{auditInsert.table, outboxInsert.table, printJobInsert.table, "stock"} {
+		// stock and ticket_counter: QueueStockLevel's and
+		// WriteTicketCounter's queued sets.
+		for _, table := range []string{orderInsert.table, auditInsert.table, outboxInsert.table, printJobInsert.table, "stock", "ticket_counter"} {
 			if typ == "foreign key" && (text == table || name == table) || typ != "foreign key" && strings.Contains(strings.ToLower(text), table) {
 				t.Errorf("%s %s may reach %s, whose rows an Apply queues", typ, name, table)
 			}
@@ -207,5 +208,47 @@ func TestNothingReachesAQueuedTableUnnamed(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The ticket counter kept in memory and written by WriteTicketCounter
+// (queued within a day, at once for the first ticket and a new day)
+// leaves the row and hands out the numbers NextTicketNo's one statement
+// per order does, across day closes and flushes at any point.
+func TestQueuedTicketCounterWritesWhatNextTicketNoWrites(t *testing.T) {
+	oldTx := migratedTx(t)
+	q := &queueTx{DB: migratedTx(t), rows: map[string][][]any{}}
+	var mem TicketCounter
+	r := rand.New(rand.NewPCG(7, 19))
+	for step := range 600 {
+		if step > 0 && r.IntN(40) == 0 { // a day close: it names day_closes only
+			for _, tx := range []DB{oldTx, q} {
+				if _, err := InsertDayClose(tx, "day", uint64(step), int64(step), int64(step), false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mem.DayFrom = int64(step)
+		}
+		want, err := NextTicketNo(oldTx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, next := mem.Next()
+		if err := WriteTicketCounter(q, mem, next); err != nil {
+			t.Fatal(err)
+		}
+		mem = next
+		if got != want {
+			t.Fatalf("step %d: ticket %d, NextTicketNo %d", step, got, want)
+		}
+		if r.IntN(9) == 0 {
+			q.flush(t)
+			if a, b := tableRows(t, q.DB, "ticket_counter"), tableRows(t, oldTx, "ticket_counter"); a != b {
+				t.Fatalf("step %d: ticket_counter\n%s\nNextTicketNo left\n%s", step, a, b)
+			}
+			if read, err := ReadTicketCounter(q.DB); err != nil || read != mem {
+				t.Fatalf("step %d: the files read back %+v (%v), memory %+v", step, read, err, mem)
+			}
+		}
 	}
 }
