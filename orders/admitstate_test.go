@@ -342,8 +342,8 @@ func checkGateLooks(t *testing.T, kept, files *admitState, epoch uint64, g *admi
 		for i, client := range g.clients {
 			cmd := placeOrderCmd{SessionID: sid, ClientID: client, RequestID: g.keys[i%len(g.keys)]}
 			got, ok := kept.gateLook(epoch, cmd, now)
-			want, _ := files.gateLook(1, cmd, now)
-			if !ok || !reflect.DeepEqual(got, want) {
+			want, wantOK := files.gateLook(1, cmd, now)
+			if ok != wantOK || !reflect.DeepEqual(got, want) {
 				t.Fatalf("after index %d, %+v: memory %v %+v, files %+v", g.index, cmd, ok, got, want)
 			}
 		}

@@ -61,10 +61,10 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 	// The key and the windows in one look.
 	var cached cachedResult
 	var good bool
-	g, err := s.lookAtGate(cmd)
+	g, fromMemory, err := s.lookAtGate(cmd)
 	known, status, reason, wait, now := g.idemFound, g.status, g.reason, g.waitMs, g.now
 	if known {
-		// Rows 5–6 come before the windows.
+		// A key cached as a KV key comes before the windows (rows 5–6).
 		cached, good = decodeCached(g.idem)
 		status, reason, wait = 0, "", 0
 	}
@@ -72,9 +72,9 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		// An order of version 5 or later keeps its key in its row, and
 		// the admission state knows every live one; its files only when
 		// the memory is being built again.
-		var row store.Replayed
-		usable := false
-		if s.admit != nil {
+		row, usable := g.row, fromMemory
+		known = g.rowFound
+		if !usable && s.admit != nil {
 			row, known, usable = s.admit.keyReplay(s.node.FSM().Epoch(), cmd.SessionID, cmd.RequestID, now)
 		}
 		if !usable {
@@ -128,7 +128,7 @@ func (s *Service) preAdmit(ctx context.Context, cmd placeOrderCmd, remote string
 		if err != nil {
 			return reject(status, reason, wait)
 		}
-		g, err := s.lookAtGate(cmd)
+		g, _, err := s.lookAtGate(cmd)
 		status, reason, wait = g.status, g.reason, g.waitMs
 		if err == nil && reason != "" {
 			return reject(status, reason, wait)
@@ -176,12 +176,14 @@ func (s *Service) sessionClosedNow(ctx context.Context, sessionID string) (close
 	return sess.Status != store.SessionActive, true
 }
 
-// lookAtGate reads the gate's keys for cmd from the admission memory,
-// or, while that is being built, in one read of the replica's KV.
-func (s *Service) lookAtGate(cmd placeOrderCmd) (g gateLook, err error) {
+// lookAtGate reads the gate for cmd from the admission memory, or, while
+// that is being built or when the session is not active in it, the
+// gate's keys in one read of the replica's KV (fromMemory false: the
+// caller looks for the key in the rows).
+func (s *Service) lookAtGate(cmd placeOrderCmd) (g gateLook, fromMemory bool, err error) {
 	if s.admit != nil {
 		if g, usable := s.admit.gateLook(s.node.FSM().Epoch(), cmd, s.node.FSMNow()); usable {
-			return g, nil
+			return g, true, nil
 		}
 	}
 	err = s.node.KV().Read(func(tx *kv.Tx) {
@@ -191,7 +193,7 @@ func (s *Service) lookAtGate(cmd placeOrderCmd) (g gateLook, err error) {
 		}
 		g.status, g.reason, g.waitMs = s.windowRefusal(tx, cmd)
 	})
-	return g, err
+	return g, false, err
 }
 
 // windowRefusal is the first of rows 8–10 the local replica refuses with.

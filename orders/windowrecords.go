@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"masterorder/kv"
+	"masterorder/orders/store"
 	"masterorder/raftfsm"
 )
 
@@ -245,32 +246,43 @@ func (s *admitState) recordWindows(epoch uint64, clientID, sessionID string, now
 }
 
 // gateLook is what the receiving box's checks before proposing
-// (preadmit.go) read of the gate's KV keys at now: an Idempotency-Key's
-// result cached as a key (an order of version 4 or older), and the first
-// of rows 8–10 that refuses (reason "" for none).
+// (preadmit.go) read of the gate at now: an Idempotency-Key's result
+// cached as a KV key (an order of version 4 or older) or kept in its
+// order's row (version 5 or later), and the first of rows 8–10 that
+// refuses (reason "" for none).
 type gateLook struct {
 	now       int64
 	idem      []byte
 	idemFound bool
+	row       store.Replayed
+	rowFound  bool
 	status    int
 	reason    string
 	waitMs    int64
 }
 
 // gateLook answers it from memory, which holds every gate key as the KV
-// does (written through) and the window records; usable is false when
-// the memory does not hold the files at epoch, and the caller reads the
-// KV. The memory may be ahead of the KV by the FSM's open group: those
-// entries are committed in Raft, so what they hold is final.
+// does (written through), the window records and the active sessions'
+// keys, in one view under the read lock; usable is false when the memory
+// does not hold the files at epoch or the session is not active in it,
+// and the caller reads the KV and the rows instead. The memory may be
+// ahead of the files by the FSM's open group: those entries are
+// committed in Raft, so what they hold is final, and the keys and the
+// windows are read at the same point (a key found ahead is never judged
+// against windows of its own order without it).
 func (s *admitState) gateLook(epoch uint64, cmd placeOrderCmd, now int64) (g gateLook, usable bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if !s.heldAt(epoch) {
+	a := s.sessions[cmd.SessionID]
+	if !s.heldAt(epoch) || a == nil {
 		return g, false
 	}
 	g.now = now
 	if e, live := s.window(keyIdem(cmd.SessionID, cmd.RequestID), now); live {
 		g.idem, g.idemFound = e.Value, true
+	}
+	if k, ok := a.byKey[cmd.RequestID]; ok && cmd.RequestID != "" && k.until > now {
+		g.row, g.rowFound = k.Replayed, true
 	}
 	if end, live := s.cooldown(cmd.ClientID, now); live {
 		g.status, g.reason, g.waitMs = http.StatusTooManyRequests, "COOLDOWN_ACTIVE", end-now
