@@ -89,3 +89,30 @@ func scanStockLevel(sc rowScanner) (StockLevel, error) {
 	}
 	return l, nil
 }
+
+// stockLevelSet is what QueueStockLevel runs when it cannot queue, the
+// text raftfsm's QueueSet writes for it (one prepared statement).
+const stockLevelSet = `UPDATE stock SET quantity = ? WHERE sku = ?`
+
+// QueueStockLevel sets a tracked sku's quantity to qty, the level the
+// caller judged from its memory of the files (orders' admission state):
+// on the apply transaction it is queued, and only the newest level per
+// sku is written, before any statement that names stock and at the
+// group's commit (raftfsm/bulk.go), so many orders of one group cost one
+// UPDATE per sku; on any other DB it is written at once. An untracked sku
+// (no row) stays untracked.
+func QueueStockLevel(tx DB, sku string, qty int64) error {
+	if qty < 0 {
+		return fmt.Errorf("set stock %s to %d: below zero", sku, qty)
+	}
+	var err error
+	if q, ok := tx.(setQueuer); ok {
+		err = q.QueueSet("stock", "sku", "quantity", sku, qty)
+	} else {
+		_, err = tx.Exec(stockLevelSet, qty, sku)
+	}
+	if err != nil {
+		return fmt.Errorf("set stock %s: %w", sku, err)
+	}
+	return nil
+}
