@@ -93,6 +93,7 @@ func (n *Node) watchLeadership() {
 		case <-n.ctx.Done():
 			return
 		case isLeader := <-ch:
+			n.leaderSeen.Store(time.Now().UnixNano())
 			stopWorkers()
 			if !isLeader {
 				continue

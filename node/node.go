@@ -102,8 +102,12 @@ type Node struct {
 	trans         *raft.NetworkTransport
 	closeRaftPort func()
 	started       time.Time
-	internal      *http.Server
-	peerHTTP      atomic.Pointer[http.Client] // renewed when a member's address changes (renewPeerClients)
+	// leaderSeen: when this box last was the leader (a commit, or a
+	// leadership change it was told of), in Unix nanoseconds; Raft's
+	// LastContact only counts a leader's messages to a follower.
+	leaderSeen atomic.Int64
+	internal   *http.Server
+	peerHTTP   atomic.Pointer[http.Client] // renewed when a member's address changes (renewPeerClients)
 	// diskHTTP is the card watch's own pool: it asks every peer every 2 s,
 	// and on peerHTTP it would keep the forwards' connections open, so a
 	// write right after a leader died would go out on a dead connection

@@ -77,6 +77,9 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 		if n.raft.State() == raft.Leader {
 			var index uint64
 			out, index, err = n.commitOnLeader(p)
+			if err == nil {
+				n.leaderSeen.Store(time.Now().UnixNano())
+			}
 			if err == nil && !p.AnswerOnly {
 				// Applied here already: at most a commit of the group.
 				if werr := n.fsm.WaitApplied(ctx, index); werr != nil {

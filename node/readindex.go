@@ -271,12 +271,24 @@ func (n *Node) remoteReadIndex(ctx context.Context) (uint64, error) {
 // cutOff reports that this node has heard from no leader for well over an
 // election (a partitioned follower), as opposed to a failover in progress.
 func (n *Node) cutOff() bool {
-	last := n.raft.LastContact()
-	if last.IsZero() {
-		last = n.started
-	}
 	grace := max(2*time.Second, 3*n.cfg.Raft.ElectionTimeout.Duration)
-	return time.Since(last) > grace
+	return cutOffSince(time.Now(), grace, n.started, n.raft.LastContact(), time.Unix(0, n.leaderSeen.Load()))
+}
+
+// cutOffSince: no sign of a leader for longer than grace, counting from
+// the latest of the start, the last message from a leader, and this box's
+// own leadership. A leader that has just handed over (a rolling update's
+// transfer) has heard from no leader since it became one: without its
+// own leadership counted it would refuse at once, in the moment before it
+// learns the new leader, what a follower would retry.
+func cutOffSince(now time.Time, grace time.Duration, started, lastContact, leaderSeen time.Time) bool {
+	last := started
+	for _, t := range []time.Time{lastContact, leaderSeen} {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return now.Sub(last) > grace
 }
 
 // verifyLeader confirms leadership with a heartbeat round, bounded: Raft's
