@@ -242,10 +242,17 @@ func (s *admitState) keyReplay(epoch uint64, sessionID, requestID string, now in
 		// answers a closed session's resend 410 itself.
 		return r, false, false
 	}
+	r, found = a.liveKey(requestID, now)
+	return r, found, true
+}
+
+// liveKey is the order a session's Idempotency-Key replays at now, while
+// the key's window is open.
+func (a *admitSession) liveKey(requestID string, now int64) (store.Replayed, bool) {
 	if k, ok := a.byKey[requestID]; ok && requestID != "" && k.until > now {
-		return k.Replayed, true, true
+		return k.Replayed, true
 	}
-	return r, false, true
+	return store.Replayed{}, false
 }
 
 // replays is store.FindReplays answered from memory.

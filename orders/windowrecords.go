@@ -281,9 +281,7 @@ func (s *admitState) gateLook(epoch uint64, cmd placeOrderCmd, now int64) (g gat
 	if e, live := s.window(keyIdem(cmd.SessionID, cmd.RequestID), now); live {
 		g.idem, g.idemFound = e.Value, true
 	}
-	if k, ok := a.byKey[cmd.RequestID]; ok && cmd.RequestID != "" && k.until > now {
-		g.row, g.rowFound = k.Replayed, true
-	}
+	g.row, g.rowFound = a.liveKey(cmd.RequestID, now)
 	if end, live := s.cooldown(cmd.ClientID, now); live {
 		g.status, g.reason, g.waitMs = http.StatusTooManyRequests, "COOLDOWN_ACTIVE", end-now
 	} else if e, live := s.window(keySessionLock(cmd.SessionID), now); live {
