@@ -112,6 +112,11 @@ func (n *Node) forward(ctx context.Context, p Proposal) ([]byte, error) {
 	}
 	n.metrics.forwarded.Inc()
 	body := forwardHeader{Type: p.Type, Version: p.Version, Flags: p.Flags}.encode(p.Payload)
+	return n.forwardQueued(ctx, leaderAddr, body) // forwardbatch.go
+}
+
+// forwardOne sends one encoded command to the leader's /internal/apply.
+func (n *Node) forwardOne(ctx context.Context, leaderAddr string, body []byte) ([]byte, error) {
 	rctx, cancel := context.WithTimeout(ctx, applyTimeout+time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, n.internalURL(leaderAddr, "/internal/apply"), bytes.NewReader(body))
@@ -192,6 +197,7 @@ func (n *Node) internalHandler() http.Handler {
 		w.WriteHeader(http.StatusOK)
 		w.Write(out)
 	})
+	mux.HandleFunc("POST /internal/apply-batch", n.serveApplyBatch) // forwardbatch.go
 	mux.HandleFunc("GET /internal/readindex", func(w http.ResponseWriter, r *http.Request) {
 		idx, err := n.sharedLeaderReadIndex(r.Context())
 		if err != nil {
