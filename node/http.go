@@ -169,13 +169,35 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 func (n *Node) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' "+
-			strings.Join(n.peerOrigins(), " ")+"; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+		h.Set("Content-Security-Policy", n.contentSecurityPolicy())
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		return next(c)
 	}
+}
+
+// cspLifetime is how long a built Content-Security-Policy is reused.
+// Building it asks Raft for the membership and the KV for members'
+// addresses, a few µs of every guest order; a box that joined or moved
+// is in the policy a second later.
+const cspLifetime = time.Second
+
+type builtCSP struct {
+	value string
+	at    time.Time
+}
+
+// contentSecurityPolicy is the policy every answer carries, rebuilt at
+// most once per cspLifetime.
+func (n *Node) contentSecurityPolicy() string {
+	if b := n.csp.Load(); b != nil && time.Since(b.at) < cspLifetime {
+		return b.value
+	}
+	v := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' " +
+		strings.Join(n.peerOrigins(), " ") + "; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+	n.csp.Store(&builtCSP{value: v, at: time.Now()})
+	return v
 }
 
 // peerOrigins are the members' web origins (HTTP and HTTPS), for CSP.

@@ -109,6 +109,7 @@ type Node struct {
 	internal   *http.Server
 	peerHTTP   atomic.Pointer[http.Client] // renewed when a member's address changes (renewPeerClients)
 	fwd        forwardBatcher              // forwards to the leader, batched (forwardbatch.go)
+	csp        atomic.Pointer[builtCSP]    // the security headers' policy, reused for a second (http.go)
 	// diskHTTP is the card watch's own pool: it asks every peer every 2 s,
 	// and on peerHTTP it would keep the forwards' connections open, so a
 	// write right after a leader died would go out on a dead connection
