@@ -226,7 +226,7 @@ func (n *Node) serveApplyBatch(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r) // as an older build answers
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, forwardBatchMax<<20+1<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, forwardBatchBytes+forwardBatchMax*binary.MaxVarintLen64))
 	if err != nil {
 		http.Error(w, "bad batch", http.StatusBadRequest)
 		return
