@@ -548,6 +548,11 @@ func admitAgainstRebuild(t *testing.T, seed uint64) {
 	for _, want := range []string{"200  replay=false", "200  replay=true", "422 IDEMPOTENCY_KEY_REUSED replay=false", "409 SESSION_BUSY replay=false", "400 PRICE_MISMATCH replay=false", "429 COOLDOWN_ACTIVE replay=false",
 		"409 SESSION_ORDER_IN_PROGRESS replay=false", "409 OUT_OF_STOCK replay=false", "410 SESSION_CLOSED replay=false"} {
 		if outcomes[want] == 0 {
+			if testing.Short() {
+				// A short log may miss a rare answer; the full one may not.
+				t.Logf("no order answered %q in this short log (%v)", want, outcomes)
+				continue
+			}
 			t.Errorf("no order answered %q: the log does not exercise the gate (%v)", want, outcomes)
 		}
 	}
