@@ -66,21 +66,16 @@ func (s *Service) sessionGate(c echo.Context, load func(id string) (store.Sessio
 	client, addr := pinClient(c), pinAddr(c)
 	// Lockouts are cluster-wide and must hold against concurrent guesses
 	// on any node (pinguard.go).
-	if wait, locked := s.pinLockedCaughtUp(c.Request().Context(), client, addr, id); locked {
-		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", wait, nil)
-	}
-	if sess.Status != store.SessionActive {
+	v := s.pinJudge(c.Request().Context(), client, addr, sess, c.Request().Header.Get("X-Session-PIN"))
+	switch {
+	case v.locked > 0:
+		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", v.locked, nil)
+	case v.closed:
 		return sess, false, s.fail(c, http.StatusGone, "SESSION_CLOSED", 0, nil)
-	}
-	right, wait, release := s.pinAttempt(client, addr, id, c.Request().Header.Get("X-Session-PIN"), sess.PIN)
-	if wait > 0 {
-		return sess, false, s.fail(c, http.StatusTooManyRequests, "PIN_LOCKED", wait, nil)
-	}
-	if right {
+	case v.right:
 		c.Response().Header().Set(headerCredential, s.sessionCredential(sess.SessionID, sess.PIN))
-	}
-	if !right {
-		defer release()
+	default:
+		defer v.release()
 		if _, err := s.propose(c.Request().Context(), CmdPINFailure, pinFailureCmd{SessionID: id, Client: client, Addr: addr, Node: s.cfg.NodeID}, false); err != nil {
 			return sess, false, s.failErr(c, err)
 		}

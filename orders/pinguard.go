@@ -69,10 +69,11 @@ func parseCount(v []byte) int {
 	return n
 }
 
-// pinScope is one failure-counter scope and its limit.
+// pinScope is one failure-counter scope, its limit, and its keys.
 type pinScope struct {
-	name, id string
-	limit    int
+	name, id         string
+	limit            int
+	failKey, lockKey string
 }
 
 // pinScopes are the failure-counter scopes an attempt counts in: the
@@ -80,57 +81,110 @@ type pinScope struct {
 // a phone nothing — its remote address ("" for loopback: the box itself
 // or a test's load generator, never a phone).
 func pinScopes(client, addr, sessionID string) []pinScope {
-	out := []pinScope{{"client", client, pinClientLimit}, {"session", sessionID, pinSessionLimit}}
+	out := make([]pinScope, 0, 3)
+	out = append(out, newPINScope("client", client, pinClientLimit), newPINScope("session", sessionID, pinSessionLimit))
 	if addr != "" {
-		out = append(out, pinScope{"addr", addr, pinClientLimit})
+		out = append(out, newPINScope("addr", addr, pinClientLimit))
 	}
 	return out
 }
 
-// pinLockedCaughtUp reports a live lockout of client or session and how
-// long it has left, as the replica has it after catching up when there is
-// any sign of guessing: a wrong PIN of this node's in flight, or a live
-// failure counter of the client or the session. Then the replica catches
-// up with the leader's commit index before the lockouts are read (without
-// a quorum nothing new can commit, so after a short wait the local
-// replica is as good as any). Sessions nobody mistyped read the counters
-// and the lockouts in one view of the replica.
-func (s *Service) pinLockedCaughtUp(ctx context.Context, client, addr, sessionID string) (time.Duration, bool) {
-	ck, sk := keyPINFail("client", client), keyPINFail("session", sessionID)
-	s.pins.mu.Lock()
-	suspect := s.pins.pending[ck] > 0 || s.pins.pending[sk] > 0
-	s.pins.mu.Unlock()
-	var expiresAt int64
-	locked := false
-	if !suspect {
-		s.node.KV().Read(func(tx *kv.Tx) {
-			if suspect = pinCount(tx, ck) > 0 || pinCount(tx, sk) > 0; !suspect {
-				expiresAt, locked = pinLockIn(tx, pinScopes(client, addr, sessionID))
-			}
-		})
-	}
-	if !suspect {
-		return s.lockWait(expiresAt, locked)
-	}
-	cctx, cancel := context.WithTimeout(ctx, time.Second)
-	s.node.ConsistentRead(cctx)
-	cancel()
-	return s.pinLocked(client, addr, sessionID)
+func newPINScope(name, id string, limit int) pinScope {
+	return pinScope{name: name, id: id, limit: limit, failKey: keyPINFail(name, id), lockKey: keyPINLock(name, id)}
 }
 
-// pinLocked reports a live lockout of client or session and how long it
-// has left.
-func (s *Service) pinLocked(client, addr, sessionID string) (time.Duration, bool) {
-	var expiresAt int64
-	locked := false
-	s.node.KV().Read(func(tx *kv.Tx) { expiresAt, locked = pinLockIn(tx, pinScopes(client, addr, sessionID)) })
-	return s.lockWait(expiresAt, locked)
+// pinVerdict is what one PIN attempt comes to, in the order the answers
+// are given: a live lockout (locked, PIN_LOCKED), a session that is not
+// active (closed, SESSION_CLOSED), a lock being committed by failures in
+// flight (locked), the right PIN (right), or a wrong one (release).
+type pinVerdict struct {
+	right  bool
+	locked time.Duration
+	closed bool
+	// release, for a wrong PIN: call it when the failure is in this
+	// node's replica (or was not committed).
+	release func()
+}
+
+// pinJudge judges one attempt at sess's PIN, one attempt at a time on
+// this node, against the lockouts and the failure counters (replica +
+// pending) read in one view of the replica. When there is any sign of
+// guessing (a wrong PIN of this node's in flight, or a live failure
+// counter of the client or the session) the replica first catches up with
+// the leader's commit index, outside the guard's lock (without a quorum
+// nothing new can commit, so after a short wait the local replica is as
+// good as any), and the view is read again. Sessions nobody mistyped pay
+// one view. A wrong PIN is counted as pending at once.
+func (s *Service) pinJudge(ctx context.Context, client, addr string, sess store.Session, pin string) pinVerdict {
+	scopes := pinScopes(client, addr, sess.SessionID)
+	g := &s.pins
+	for caughtUp := false; ; caughtUp = true {
+		g.mu.Lock()
+		var expiresAt int64
+		lockedOut, suspect, full := false, false, false
+		s.node.KV().Read(func(tx *kv.Tx) {
+			expiresAt, lockedOut = pinLockIn(tx, scopes)
+			for _, sc := range scopes {
+				n, p := pinCount(tx, sc.failKey), g.pending[sc.failKey]
+				// The client and the session are where a guesser shows.
+				suspect = suspect || (sc.name != "addr" && n+p > 0)
+				full = full || n+p >= sc.limit
+			}
+		})
+		if !caughtUp && suspect {
+			g.mu.Unlock()
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			s.node.ConsistentRead(cctx)
+			cancel()
+			continue
+		}
+		v := s.pinDecideLocked(scopes, expiresAt, lockedOut, full, sess, pin)
+		g.mu.Unlock()
+		return v
+	}
+}
+
+// pinDecideLocked turns one view's findings into the verdict (s.pins.mu
+// held).
+func (s *Service) pinDecideLocked(scopes []pinScope, expiresAt int64, lockedOut, full bool, sess store.Session, pin string) pinVerdict {
+	if wait, ok := s.lockWait(expiresAt, lockedOut); ok {
+		return pinVerdict{locked: wait}
+	}
+	if sess.Status != store.SessionActive {
+		return pinVerdict{closed: true}
+	}
+	if full {
+		// The lock is being committed by failures in flight.
+		return pinVerdict{locked: pinLockDurationMs * time.Millisecond}
+	}
+	if subtle.ConstantTimeCompare([]byte(pin), []byte(sess.PIN)) == 1 {
+		return pinVerdict{right: true}
+	}
+	g := &s.pins
+	if g.pending == nil {
+		g.pending = map[string]int{}
+	}
+	for _, sc := range scopes {
+		g.pending[sc.failKey]++
+	}
+	var once sync.Once
+	return pinVerdict{release: func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for _, sc := range scopes {
+				if g.pending[sc.failKey]--; g.pending[sc.failKey] <= 0 {
+					delete(g.pending, sc.failKey)
+				}
+			}
+		})
+	}}
 }
 
 // pinLockIn is the first live lockout among scopes in tx, in their order.
 func pinLockIn(tx *kv.Tx, scopes []pinScope) (expiresAt int64, locked bool) {
 	for _, sc := range scopes {
-		if e, live := tx.Get(keyPINLock(sc.name, sc.id)); live {
+		if e, live := tx.Get(sc.lockKey); live {
 			return e.ExpiresAt, true
 		}
 	}
@@ -144,60 +198,6 @@ func (s *Service) lockWait(expiresAt int64, locked bool) (time.Duration, bool) {
 		return 0, false
 	}
 	return max(time.Duration(expiresAt-s.node.FSMNow())*time.Millisecond, time.Second), true
-}
-
-// pinAttempt judges one attempt against the lockouts and compares the PIN,
-// one attempt at a time on this node. locked > 0: refuse with that
-// Retry-After. A wrong PIN is counted as pending at once; call release
-// when its failure is in this node's replica (or was not committed).
-func (s *Service) pinAttempt(client, addr, sessionID, pin, want string) (right bool, locked time.Duration, release func()) {
-	scopes := pinScopes(client, addr, sessionID)
-	g := &s.pins
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	// The lockouts and the counters in one view of the replica.
-	var expiresAt int64
-	lockedOut, full := false, false
-	s.node.KV().Read(func(tx *kv.Tx) {
-		if expiresAt, lockedOut = pinLockIn(tx, scopes); lockedOut {
-			return
-		}
-		for _, sc := range scopes {
-			if k := keyPINFail(sc.name, sc.id); pinCount(tx, k)+g.pending[k] >= sc.limit {
-				full = true
-				return
-			}
-		}
-	})
-	if wait, ok := s.lockWait(expiresAt, lockedOut); ok {
-		return false, wait, nil
-	}
-	if full {
-		// The lock is being committed by failures in flight.
-		return false, pinLockDurationMs * time.Millisecond, nil
-	}
-	if subtle.ConstantTimeCompare([]byte(pin), []byte(want)) == 1 {
-		return true, 0, nil
-	}
-	if g.pending == nil {
-		g.pending = map[string]int{}
-	}
-	for _, sc := range scopes {
-		g.pending[keyPINFail(sc.name, sc.id)]++
-	}
-	var once sync.Once
-	return false, 0, func() {
-		once.Do(func() {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			for _, sc := range scopes {
-				k := keyPINFail(sc.name, sc.id)
-				if g.pending[k]--; g.pending[k] <= 0 {
-					delete(g.pending, k)
-				}
-			}
-		})
-	}
 }
 
 // A guest who entered the right PIN gets a session credential (answer

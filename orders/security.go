@@ -95,12 +95,12 @@ type pinFailureResult struct {
 func applyPINFailure(ctx *raftfsm.ApplyContext, tx *kv.Tx, c pinFailureCmd) ([]byte, error) {
 	locked := false
 	for _, scope := range pinScopes(c.Client, c.Addr, c.SessionID) {
-		count, err := bumpCounter(tx, keyPINFail(scope.name, scope.id), pinWindowMs)
+		count, err := bumpCounter(tx, scope.failKey, pinWindowMs)
 		if err != nil {
 			return nil, err
 		}
 		if count >= scope.limit {
-			if err := tx.Put(keyPINLock(scope.name, scope.id), nil, msDuration(pinLockDurationMs)); err != nil {
+			if err := tx.Put(scope.lockKey, nil, msDuration(pinLockDurationMs)); err != nil {
 				return nil, err
 			}
 			locked = true
