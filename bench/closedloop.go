@@ -121,6 +121,17 @@ type NodeUsage struct {
 	// reached, by the nodes' own count. -1 when unknown.
 	GuestOrders int64 `json:"guestOrders"`
 	Forwarded   int64 `json:"forwarded"`
+	// Where an order's time goes in Raft, from the node's /metrics over
+	// the window: its log writes per second, entries per write (entries
+	// applied ÷ writes), and the mean time of one write (a bbolt commit,
+	// two fsyncs: the leader's before it sends the entries, a follower's
+	// before it answers); CommitMillis the mean time from proposing to
+	// applied on the node while it led (0: it proposed nothing). -1 when
+	// unknown (a build without masterorder_raft_log_write_seconds).
+	LogWritesPerSecond float64 `json:"logWritesPerSecond"`
+	EntriesPerLogWrite float64 `json:"entriesPerLogWrite"`
+	LogWriteMillis     float64 `json:"logWriteMillis"`
+	CommitMillis       float64 `json:"commitMillis"`
 }
 
 // ClusterUsage is the per order figures of every node added up: CPU
@@ -249,6 +260,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		for _, u := range cl.usage {
 			u.begin()
 		}
+		cl.readCounters(ctx, (*usageProbe).raftBegin)
 		winStart = time.Now()
 		cl.measuring.Store(true)
 		if cfg.CPUProfileDir != "" {
@@ -261,6 +273,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		for _, u := range cl.usage {
 			u.end()
 		}
+		cl.readCounters(ctx, (*usageProbe).raftEnd)
 	}
 	cancel()
 	wg.Wait()
@@ -612,6 +625,13 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  node %s  cpu %s  written %s  RSS %.1f MiB at the end%s, peak %.1f MiB  (%s)%s\n",
 			n.URL, cpu, written, float64(n.RSSBytes)/(1<<20), heap, float64(n.PeakRSSBytes)/(1<<20), n.Source, counts)
+		if n.LogWritesPerSecond >= 0 {
+			commit := ""
+			if n.CommitMillis > 0 {
+				commit = fmt.Sprintf("; as leader, proposed to applied %.1f ms", n.CommitMillis)
+			}
+			fmt.Fprintf(w, "       raft log %.0f writes/s, %.1f entries and %.2f ms each%s\n", n.LogWritesPerSecond, n.EntriesPerLogWrite, n.LogWriteMillis, commit)
+		}
 	}
 	cpu, written := "n/a", "n/a"
 	if r.Cluster.CPUMicrosPerOrder >= 0 {

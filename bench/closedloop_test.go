@@ -336,12 +336,19 @@ func TestClosedLoopStopsAfterOrders(t *testing.T) {
 // The per order figures are microseconds and bytes per order per node,
 // and their sum over the nodes; an unknown node makes the sum unknown.
 func TestClosedLoopReportPerOrderFigures(t *testing.T) {
-	u := &usageProbe{base: "http://n1", pid: 7, cpu: 300 * time.Millisecond, wrote: 3_000_000, peakRSS: 90 << 20, rss: 80 << 20, heapInuse: 12 << 20}
+	u := &usageProbe{base: "http://n1", pid: 7, cpu: 300 * time.Millisecond, wrote: 3_000_000, peakRSS: 90 << 20, rss: 80 << 20, heapInuse: 12 << 20,
+		// 10 s: 2,000 log writes of 12 entries taking 5 s in all; 24,000
+		// commits as leader taking 360 s in all.
+		raft: raftCounts{known: true, writes: 2000, writeSeconds: 5, commits: 24000, commitSecs: 360, applied: 24000}, raftWindow: 10 * time.Second}
 	n1 := u.result(1000)
 	if n1.CPUMicrosPerOrder != 300 || n1.WrittenBytesPerOrder != 3000 || n1.CPUSeconds != 0.3 || n1.RSSBytes != 80<<20 || n1.HeapInuseBytes != 12<<20 {
 		t.Fatalf("node figures %+v", n1)
 	}
-	n2 := NodeUsage{URL: "http://n2", Source: "proc", CPUSeconds: 0.25, CPUMicrosPerOrder: 250.4, WrittenBytes: 1, WrittenBytesPerOrder: 1500, RSSBytes: 1 << 20, PeakRSSBytes: 2 << 20, HeapInuseBytes: -1}
+	if n1.LogWritesPerSecond != 200 || n1.EntriesPerLogWrite != 12 || n1.LogWriteMillis != 2.5 || n1.CommitMillis != 15 {
+		t.Fatalf("node's Raft figures %+v", n1)
+	}
+	n2 := NodeUsage{URL: "http://n2", Source: "proc", CPUSeconds: 0.25, CPUMicrosPerOrder: 250.4, WrittenBytes: 1, WrittenBytesPerOrder: 1500, RSSBytes: 1 << 20, PeakRSSBytes: 2 << 20, HeapInuseBytes: -1,
+		LogWritesPerSecond: 120, EntriesPerLogWrite: 20, LogWriteMillis: 3.1}
 	rep := &ClosedLoopReport{RunID: "r", URLs: []string{"http://n1", "http://n2"}, Orders: 1000, OrdersTotal: 1200, OrdersPerSecond: 100,
 		Nodes: []NodeUsage{n1, n2}, Rejections: map[string]int{}}
 	rep.Cluster = clusterUsage(rep.Nodes)
@@ -354,6 +361,8 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 		"node http://n1  cpu 300 µs/order  written 2.9 MiB, 3000 B/order  RSS 80.0 MiB at the end (Go heap 12.0 MiB), peak 90.0 MiB  (proc)",
 		"node http://n2  cpu 250 µs/order  written 0.0 MiB, 1500 B/order  RSS 1.0 MiB at the end, peak 2.0 MiB  (proc)",
 		"cluster       cpu 550 µs/order  written 4500 B/order  (the 2 nodes summed)",
+		"raft log 200 writes/s, 12.0 entries and 2.50 ms each; as leader, proposed to applied 15.0 ms\n",
+		"raft log 120 writes/s, 20.0 entries and 3.10 ms each\n",
 		"1000 (100.0 orders/s); 1200 in all",
 	} {
 		if !strings.Contains(text.String(), want) {
@@ -372,6 +381,9 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
+	if back.Nodes[0]["logWriteMillis"] != 2.5 || back.Nodes[0]["commitMillis"] != 15.0 || back.Nodes[0]["logWritesPerSecond"] != 200.0 || back.Nodes[0]["entriesPerLogWrite"] != 12.0 {
+		t.Errorf("JSON Raft figures %s", b)
+	}
 	if back.Nodes[0]["cpuMicrosPerOrder"] != 300.0 || back.Nodes[0]["rssBytes"] != float64(80<<20) || back.Nodes[0]["heapInuseBytes"] != float64(12<<20) || back.Cluster["cpuMicrosPerOrder"] != 550.4 || back.Cluster["writtenBytesPerOrder"] != 4500 {
 		t.Errorf("JSON %s", b)
 	}
@@ -388,6 +400,9 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 	rep.WriteText(&text)
 	if !strings.Contains(text.String(), "cluster       cpu n/a  written n/a") {
 		t.Errorf("unknown cluster figures:\n%s", text.String())
+	}
+	if unknown.LogWriteMillis != -1 || unknown.CommitMillis != -1 || strings.Contains(text.String(), "raft log") {
+		t.Errorf("unknown Raft figures %+v:\n%s", unknown, text.String())
 	}
 }
 

@@ -33,6 +33,21 @@ type usageProbe struct {
 	// growth over it (-1 unknown).
 	guestBefore, fwdBefore int64
 	guest, fwd             int64
+
+	// The node's Raft log writes and commits as its /metrics count them,
+	// at the start of the window and their growth over it.
+	raftBefore, raft raftCounts
+	raftWindow       time.Duration
+}
+
+// raftCounts are a node's counts of Raft log writes, their time, its
+// commits as leader, their time, and the entries it applied.
+type raftCounts struct {
+	known                bool
+	at                   time.Time
+	writes, writeSeconds float64
+	commits, commitSecs  float64
+	applied              float64
 }
 
 // The node's counters of where orders arrived (orders/metrics.go,
@@ -40,6 +55,17 @@ type usageProbe struct {
 const (
 	metricGuestAdmitted = `masterorder_orders_admitted_total{source="guest"}`
 	metricForwarded     = "masterorder_forwarded_proposals_total"
+)
+
+// The node's Raft timings (node/metrics.go): its log writes (each a bbolt
+// commit with fsync, timed), its commits as leader (propose -> applied
+// there), the entries it applied.
+const (
+	metricLogWrites    = "masterorder_raft_log_write_seconds_count"
+	metricLogWriteTime = "masterorder_raft_log_write_seconds_sum"
+	metricCommits      = "masterorder_raft_commit_seconds_count"
+	metricCommitTime   = "masterorder_raft_commit_seconds_sum"
+	metricApplied      = "masterorder_fsm_applied_entries_total"
 )
 
 func (cl *closedLoop) newUsageProbes() []*usageProbe {
@@ -151,6 +177,36 @@ func (u *usageProbe) countersEnd(ctx context.Context) {
 	u.mu.Unlock()
 }
 
+// readRaft reads the node's Raft counts; known is false for a build
+// without the log write timing.
+func (u *usageProbe) readRaft(ctx context.Context) raftCounts {
+	m, err := u.metricFloats(ctx, metricLogWrites, metricLogWriteTime, metricCommits, metricCommitTime, metricApplied)
+	if err != nil {
+		return raftCounts{}
+	}
+	_, known := m[metricLogWrites]
+	return raftCounts{known: known, at: time.Now(), writes: m[metricLogWrites], writeSeconds: m[metricLogWriteTime],
+		commits: m[metricCommits], commitSecs: m[metricCommitTime], applied: m[metricApplied]}
+}
+
+func (u *usageProbe) raftBegin(ctx context.Context) {
+	r := u.readRaft(ctx)
+	u.mu.Lock()
+	u.raftBefore = r
+	u.mu.Unlock()
+}
+
+func (u *usageProbe) raftEnd(ctx context.Context) {
+	r := u.readRaft(ctx)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if b := u.raftBefore; b.known && r.known {
+		u.raft = raftCounts{known: true, writes: r.writes - b.writes, writeSeconds: r.writeSeconds - b.writeSeconds,
+			commits: r.commits - b.commits, commitSecs: r.commitSecs - b.commitSecs, applied: r.applied - b.applied}
+		u.raftWindow = r.at.Sub(b.at)
+	}
+}
+
 func (u *usageProbe) begin() {
 	u.read(func(w int64, werr error, c time.Duration, cerr error) {
 		if werr == nil {
@@ -203,6 +259,16 @@ func (u *usageProbe) result(orders int) NodeUsage {
 	if u.wrote >= 0 && orders > 0 {
 		r.WrittenBytesPerOrder = round(float64(u.wrote)/float64(orders), 0)
 	}
+	r.LogWritesPerSecond, r.EntriesPerLogWrite, r.LogWriteMillis, r.CommitMillis = -1, -1, -1, -1
+	if rc := u.raft; rc.known && rc.writes > 0 && u.raftWindow > 0 {
+		r.LogWritesPerSecond = round(rc.writes/u.raftWindow.Seconds(), 1)
+		r.EntriesPerLogWrite = round(rc.applied/rc.writes, 1)
+		r.LogWriteMillis = round(rc.writeSeconds*1000/rc.writes, 2)
+		r.CommitMillis = 0
+		if rc.commits > 0 {
+			r.CommitMillis = round(rc.commitSecs*1000/rc.commits, 2)
+		}
+	}
 	return r
 }
 
@@ -220,10 +286,24 @@ func (u *usageProbe) metric(ctx context.Context, name string) (int64, error) {
 	return v, nil
 }
 
-// metrics reads the named samples from the node's /metrics: a name is
-// the sample as written there, labels included (`a_total{x="y"}`); the
-// map holds those found.
+// metrics reads the named samples from the node's /metrics as integers
+// (metricFloats).
 func (u *usageProbe) metrics(ctx context.Context, names ...string) (map[string]int64, error) {
+	f, err := u.metricFloats(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(f))
+	for k, v := range f {
+		out[k] = int64(v)
+	}
+	return out, nil
+}
+
+// metricFloats reads the named samples from the node's /metrics: a name
+// is the sample as written there, labels included (`a_total{x="y"}`); the
+// map holds those found.
+func (u *usageProbe) metricFloats(ctx context.Context, names ...string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.base+"/metrics", nil)
@@ -239,7 +319,7 @@ func (u *usageProbe) metrics(ctx context.Context, names ...string) (map[string]i
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/metrics: %s", resp.Status)
 	}
-	return promSamples(bufio.NewScanner(resp.Body), names...)
+	return promFloats(bufio.NewScanner(resp.Body), names...)
 }
 
 // promSample finds "name value" in Prometheus text format.
@@ -256,10 +336,24 @@ func promSample(sc *bufio.Scanner, name string) (int64, error) {
 }
 
 // promSamples finds "name value" for each of names in Prometheus text
-// format; the map holds those found.
+// format, as integers; the map holds those found.
 func promSamples(sc *bufio.Scanner, names ...string) (map[string]int64, error) {
+	f, err := promFloats(sc, names...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(f))
+	for k, v := range f {
+		out[k] = int64(v)
+	}
+	return out, nil
+}
+
+// promFloats finds "name value" for each of names in Prometheus text
+// format; the map holds those found.
+func promFloats(sc *bufio.Scanner, names ...string) (map[string]float64, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	out := make(map[string]int64, len(names))
+	out := make(map[string]float64, len(names))
 	for sc.Scan() {
 		line := sc.Text()
 		for _, name := range names {
@@ -271,7 +365,7 @@ func promSamples(sc *bufio.Scanner, names ...string) (map[string]int64, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			out[name] = int64(f)
+			out[name] = f
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -36,6 +36,7 @@ type nodeMetrics struct {
 	forwarded      prometheus.Counter
 	peerDials      prometheus.Counter
 	logWrites      prometheus.Counter
+	logWriteTime   prometheus.Histogram
 }
 
 func newNodeMetrics(n *Node) *nodeMetrics {
@@ -56,6 +57,8 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.peerDials = f.counter("masterorder_peer_dials_total", "Connections dialled to other boxes' internal channel (one per peer while in use).")
 	m.logWrites = f.counter("masterorder_raft_log_writes_total",
 		"Writes of this node's Raft log, each a bbolt commit with fsync: what wears the box's SD card.")
+	m.logWriteTime = f.histogram("masterorder_raft_log_write_seconds",
+		"Time of one write of this node's Raft log (a bbolt commit, two fsyncs): on the leader before it sends the entries, on a follower before it answers. A slow card shows here first.")
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -220,11 +223,12 @@ func (c *diskCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.paused, p)
 }
 
-// countedLogStore counts the writes of the Raft log (one bbolt commit and
-// fsync per StoreLog or StoreLogs).
+// countedLogStore counts and times the writes of the Raft log (one bbolt
+// commit and fsync per StoreLog or StoreLogs).
 type countedLogStore struct {
 	raft.LogStore
 	writes prometheus.Counter
+	took   prometheus.Observer
 	noted  func(took time.Duration, err error) // the card's watch (disk_watch.go)
 }
 
@@ -236,8 +240,12 @@ func (s countedLogStore) StoreLogs(logs []*raft.Log) error {
 	s.writes.Inc()
 	start := time.Now()
 	err := s.LogStore.StoreLogs(logs)
+	took := time.Since(start)
+	if s.took != nil {
+		s.took.Observe(took.Seconds())
+	}
 	if s.noted != nil {
-		s.noted(time.Since(start), err)
+		s.noted(took, err)
 	}
 	return err
 }

@@ -348,7 +348,7 @@ func (n *Node) startRaft(ctx context.Context) error {
 
 	// A paused FSM catches up from the log and the newest snapshot.
 	n.fsm.SetSource(fsmSource{logs: store, snaps: snaps})
-	logs := raft.LogStore(countedLogStore{LogStore: store, writes: n.metrics.logWrites, noted: n.noteLogWrite})
+	logs := raft.LogStore(countedLogStore{LogStore: store, writes: n.metrics.logWrites, took: n.metrics.logWriteTime, noted: n.noteLogWrite})
 	if cache, err := raft.NewLogCache(1024, logs); err == nil {
 		logs = cache
 	}

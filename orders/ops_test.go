@@ -314,6 +314,12 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want > 0", series, got)
 		}
 	}
+	// Every log write is timed (one may be under way as the page is read:
+	// counted at its start, timed at its end).
+	if w, n, sum := metric(t, text, "masterorder_raft_log_writes_total"), metric(t, text, "masterorder_raft_log_write_seconds_count"),
+		metric(t, text, "masterorder_raft_log_write_seconds_sum"); n < w-1 || n > w || sum <= 0 {
+		t.Errorf("log writes %v, timed %v (%v s in all)", w, n, sum)
+	}
 	if lag := metric(t, text, "masterorder_cloudsync_lag_seconds"); lag < 90 || lag > 600 {
 		t.Errorf("cloud sync lag %v, want about 90 s", lag)
 	}

@@ -53,14 +53,26 @@ func TestClosedLoopOnLocalNodes(t *testing.T) {
 	if len(rep.Nodes) != 3 {
 		t.Fatalf("nodes %+v", rep.Nodes)
 	}
+	leaders := 0
 	for _, n := range rep.Nodes {
 		if n.Source != "proc" || n.PID == 0 || n.PeakRSSBytes < 1<<20 || n.WrittenBytes < 0 || n.CPUSeconds <= 0 {
 			t.Errorf("node figures %+v", n)
+		}
+		// Every node writes its log and times it; the leader times its
+		// commits.
+		if n.LogWritesPerSecond <= 0 || n.EntriesPerLogWrite <= 0 || n.LogWriteMillis <= 0 || n.CommitMillis < 0 {
+			t.Errorf("node's Raft figures %+v", n)
+		}
+		if n.CommitMillis > 0 {
+			leaders++
 		}
 		// Stopped by the bench: the process is gone.
 		if err := syscall.Kill(n.PID, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("node pid %d still running after the bench (%v)", n.PID, err)
 		}
+	}
+	if leaders == 0 {
+		t.Errorf("no node timed its commits as leader:\n%s", text.String())
 	}
 	if _, err := os.Stat(cfg.DataDir + "/a.toml"); err != nil {
 		t.Errorf("--data-dir not used: %v", err)
