@@ -290,14 +290,7 @@ func (u *usageProbe) metric(ctx context.Context, name string) (int64, error) {
 // (metricFloats).
 func (u *usageProbe) metrics(ctx context.Context, names ...string) (map[string]int64, error) {
 	f, err := u.metricFloats(ctx, names...)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(f))
-	for k, v := range f {
-		out[k] = int64(v)
-	}
-	return out, nil
+	return truncated(f), err
 }
 
 // metricFloats reads the named samples from the node's /metrics: a name
@@ -339,14 +332,19 @@ func promSample(sc *bufio.Scanner, name string) (int64, error) {
 // format, as integers; the map holds those found.
 func promSamples(sc *bufio.Scanner, names ...string) (map[string]int64, error) {
 	f, err := promFloats(sc, names...)
-	if err != nil {
-		return nil, err
+	return truncated(f), err
+}
+
+// truncated is m with its values truncated to integers (nil for nil).
+func truncated(m map[string]float64) map[string]int64 {
+	if m == nil {
+		return nil
 	}
-	out := make(map[string]int64, len(f))
-	for k, v := range f {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
 		out[k] = int64(v)
 	}
-	return out, nil
+	return out
 }
 
 // promFloats finds "name value" for each of names in Prometheus text
