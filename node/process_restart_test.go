@@ -68,11 +68,13 @@ func TestProcessWatchdogAndLastRestart(t *testing.T) {
 		t.Fatalf("masterorder stopped: %v %s", err, out)
 	}
 	pc.startEnv(id, []string{"INVOCATION_ID=22222222222222222222222222222222"})
-	pc.waitLastRestart(id, "watchdog", "watchdog")
+	seen := pc.waitLastRestart(id, "watchdog", "watchdog", time.Time{})
 
 	pc.kill(id)
 	pc.start(id)
-	pc.waitLastRestart(id, "unknown", "")
+	// Not the "unknown" of the kill that began the test, which a box that
+	// has not yet heard of the watchdog restart still reports.
+	seen = pc.waitLastRestart(id, "unknown", "", seen)
 
 	syscall.Kill(pc.pid(id), syscall.SIGTERM)
 	pc.mu.Lock()
@@ -83,12 +85,14 @@ func TestProcessWatchdogAndLastRestart(t *testing.T) {
 		t.Fatalf("SIGTERM: %v", err)
 	}
 	pc.start(id)
-	pc.waitLastRestart(id, "stop", "")
+	pc.waitLastRestart(id, "stop", "", seen)
 }
 
 // waitLastRestart waits until another box's status says box id last
-// started for reason (with systemd's result, when given).
-func (pc *procCluster) waitLastRestart(id, reason, serviceResult string) {
+// started for reason (with systemd's result, when given), at or after
+// notBefore (the time of the restart seen before, to the second), and
+// returns that time.
+func (pc *procCluster) waitLastRestart(id, reason, serviceResult string, notBefore time.Time) time.Time {
 	pc.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
@@ -119,9 +123,10 @@ func (pc *procCluster) waitLastRestart(id, reason, serviceResult string) {
 			for _, n := range st.Nodes {
 				if n.ID == id && n.LastRestart != nil {
 					last = n.LastRestart.Reason + "/" + n.LastRestart.ServiceResult
-					if n.LastRestart.Reason == reason && n.LastRestart.ServiceResult == serviceResult && n.LastRestart.At != "" {
+					at, err := time.Parse(time.RFC3339, n.LastRestart.At)
+					if n.LastRestart.Reason == reason && n.LastRestart.ServiceResult == serviceResult && err == nil && !at.Before(notBefore) {
 						pc.t.Logf("box %s as %s reports it: last restart %s at %s", id, other, last, n.LastRestart.At)
-						return
+						return at
 					}
 				}
 			}
@@ -129,4 +134,5 @@ func (pc *procCluster) waitLastRestart(id, reason, serviceResult string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	pc.t.Fatalf("box %s: last restart %q, want %s/%s", id, last, reason, serviceResult)
+	return time.Time{}
 }
