@@ -96,9 +96,8 @@ func (s *Service) kitchenStream(c echo.Context) error {
 	}
 	// A station's screen gets its lines only (bump.go).
 	send := func(w http.ResponseWriter, e stream.Event) {
-		if d, keep := stationEvent(e.Data, e.Type, station); keep {
-			e.Data = d
-			writeEvent(w, e)
+		if d, keep := stationEvent(e.JSON(), e.Type, station); keep {
+			writeEvent(w, stream.Event{ID: e.ID, Type: e.Type, Data: d})
 		}
 	}
 	ctx := c.Request().Context()

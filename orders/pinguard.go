@@ -71,7 +71,7 @@ func parseCount(v []byte) int {
 
 // pinScope is one failure-counter scope, its limit, and its keys.
 type pinScope struct {
-	name, id         string
+	name             string
 	limit            int
 	failKey, lockKey string
 }
@@ -90,7 +90,7 @@ func pinScopes(client, addr, sessionID string) []pinScope {
 }
 
 func newPINScope(name, id string, limit int) pinScope {
-	return pinScope{name: name, id: id, limit: limit, failKey: keyPINFail(name, id), lockKey: keyPINLock(name, id)}
+	return pinScope{name: name, limit: limit, failKey: keyPINFail(name, id), lockKey: keyPINLock(name, id)}
 }
 
 // pinVerdict is what one PIN attempt comes to, in the order the answers

@@ -192,7 +192,11 @@ func (s *Service) publish(events []raftfsm.Event) {
 	for _, e := range events {
 		switch e.Type {
 		case "order.created", "order.updated", "session.closed", "call.created", "call.done":
-			out = append(out, stream.Event{ID: e.Index, Type: e.Type, Data: e.Data})
+			se := stream.Event{ID: e.Index, Type: e.Type, Data: e.Data}
+			if e.Value != nil {
+				se.Body = stream.NewBody(e.Value)
+			}
+			out = append(out, se)
 		case eventClockSet:
 			s.clockSet(e)
 		case eventCloudSetting:

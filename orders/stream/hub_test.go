@@ -108,3 +108,43 @@ func BenchmarkPublishFullRing(b *testing.B) {
 		h.Publish([]Event{ev(uint64(10001 + i))})
 	}
 }
+
+// An event's value is encoded once, on first use, however many screens
+// ask at once, and a held event replays the same bytes.
+func TestBodyEncodedOnceOnDemand(t *testing.T) {
+	type order struct {
+		OrderID int64  `json:"orderId"`
+		Status  string `json:"status"`
+	}
+	h := NewHub(10, 0)
+	sub, _, _ := h.Subscribe(0, 0, 4)
+	e := Event{ID: 1, Type: "order.created", Body: NewBody(order{OrderID: 7, Status: "accepted"})}
+	h.Publish([]Event{e})
+	if e.Body.data != nil {
+		t.Fatal("encoded before anyone asked")
+	}
+	got := make(chan []byte, 8)
+	for range 8 {
+		go func() { got <- (<-sub.C).JSON() }()
+		sub.C <- e
+	}
+	want := `{"orderId":7,"status":"accepted"}`
+	var first []byte
+	for range 8 {
+		b := <-got
+		if string(b) != want {
+			t.Fatalf("JSON %s, want %s", b, want)
+		}
+		if first != nil && &first[0] != &b[0] {
+			t.Fatal("encoded more than once")
+		}
+		first = b
+	}
+	_, backlog, ok := h.Subscribe(0, 1, 1)
+	if !ok || len(backlog) != 1 || string(backlog[0].JSON()) != want {
+		t.Fatalf("held event replays %v %d", ok, len(backlog))
+	}
+	if plain := (Event{Data: []byte("{}")}); string(plain.JSON()) != "{}" {
+		t.Fatal("an encoded event's JSON is its Data")
+	}
+}
