@@ -409,6 +409,7 @@ func (cl *closedLoop) caller(ctx context.Context, idx int, rng *rand.Rand) {
 			}
 			continue
 		}
+		t.keepCredential(res)
 		if res.status != http.StatusOK {
 			if counted {
 				cl.rejectCL(res.reasonOrStatus())

@@ -243,6 +243,7 @@ func (r *runner) runTap(ctx context.Context, g *guest, o *intendedOrder, t tapSp
 		hdr.Set("Idempotency-Key", t.key)
 		r.requests.Add(1)
 		res, err := do(ctx, r.client, r.timeout, http.MethodPost, r.urls[node]+path, hdr, body, t.drop && attempt == 1)
+		o.table.keepCredential(res)
 		if err != nil {
 			if !errors.Is(err, errDroppedResponse) {
 				if ctx.Err() != nil {
@@ -338,6 +339,7 @@ func (r *runner) reconcile(ctx context.Context, g *guest, t *table, node int, ke
 			return 0, "", false
 		}
 		res, err := do(ctx, r.client, r.timeout, http.MethodGet, r.urls[node]+path, r.guestHeader(t, g.clientID), nil, false)
+		t.keepCredential(res)
 		if err != nil || res.status >= 500 {
 			node = (node + 1) % len(r.urls)
 			continue

@@ -97,10 +97,15 @@ type table struct {
 	sessionID string
 	pin       string
 
-	mu       sync.Mutex
-	carts    map[string]bool // normalized carts already ordered in this session
-	reserved int             // intended orders started in this session
-	capped   bool
+	mu sync.Mutex
+	// credential is the session credential a guest answer gave this
+	// table's phones: the guest SDK keeps it after the first right PIN
+	// and sends it with the PIN on every call (order-sdk.js), so a box
+	// checks it instead of weighing the PIN against the lockout counters.
+	credential string
+	carts      map[string]bool // normalized carts already ordered in this session
+	reserved   int             // intended orders started in this session
+	capped     bool
 }
 
 // reserve claims one intended order for this session; false once the
@@ -289,10 +294,33 @@ func (r *runner) waitReplicated(ctx context.Context) {
 	wg.Wait()
 }
 
-// guestHeader is the headers of every guest call for this table.
+// guestHeader is the headers of every guest call for this table, as the
+// guest SDK sends them: the PIN, and the session credential once a box
+// gave one (keepCredential).
 func (r *runner) guestHeader(t *table, clientID string) http.Header {
 	h := http.Header{}
 	h.Set("X-Session-PIN", t.pin)
 	h.Set("X-MasterOrder-Client-Id", clientID)
+	t.mu.Lock()
+	cred := t.credential
+	t.mu.Unlock()
+	if cred != "" {
+		h.Set(headerCredential, cred)
+	}
 	return h
+}
+
+const headerCredential = "X-Session-Credential"
+
+// keepCredential keeps the session credential of a guest answer for this
+// table's next calls, as the guest SDK does.
+func (t *table) keepCredential(res *response) {
+	if res == nil {
+		return
+	}
+	if cred := res.header.Get(headerCredential); cred != "" {
+		t.mu.Lock()
+		t.credential = cred
+		t.mu.Unlock()
+	}
 }
