@@ -73,6 +73,10 @@ func TestCertificateWarning(t *testing.T) {
 		t.Fatal("the technical reason is not under the details")
 	}
 	st.waitFor("the banner", `/端末 b の証明書が/.test(document.querySelector('#health-banner').textContent) && !document.querySelector('#health-banner').hidden`, 30*time.Second)
+	// The summary above the warning does not say all is well.
+	if sum := st.text("#health-words"); !strings.Contains(sum, "下の注意を読んで") || strings.Contains(sum, "問題ありません") {
+		t.Fatalf("summary above a certificate warning: %q", sum)
+	}
 	banner := st.text("#health-banner")
 	t.Logf("console banner (ja): %q", banner)
 	st.do(scrollTop())

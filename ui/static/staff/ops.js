@@ -255,6 +255,9 @@ export function createClusterPage({ api, T, onStatus }) {
     if (!hl.quorum || hl.working < hl.need) key = 'health.noQuorum';
     else if (hl.working < hl.total) key = 'health.degraded';
     else if (hl.total === 1) key = 'health.single';
+    // Every box works, but a card or a certificate needs the owner: the
+    // summary must not say all is well above the problem it lists.
+    else if (hl.boxes.some((b) => b.disk || b.cert)) key = 'health.attention';
     words.textContent = T.t(key, { need: hl.need });
     words.className = key === 'health.noQuorum' ? 'health-bad' : key === 'health.allGood' ? 'health-ok' : 'health-warn';
     $('#health-summary').dataset.working = String(hl.working);
