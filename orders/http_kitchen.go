@@ -96,8 +96,9 @@ func (s *Service) kitchenStream(c echo.Context) error {
 	}
 	// A station's screen gets its lines only (bump.go).
 	send := func(w http.ResponseWriter, e stream.Event) {
-		if d, keep := stationEvent(e.JSON(), e.Type, station); keep {
-			writeEvent(w, stream.Event{ID: e.ID, Type: e.Type, Data: d})
+		if d, keep := stationEvent(e.Data, e.Type, station); keep {
+			e.Data = d
+			writeEvent(w, e)
 		}
 	}
 	ctx := c.Request().Context()

@@ -582,8 +582,6 @@ type orderEvent struct {
 	Order store.Order `json:"order"`
 }
 
-// emitOrder tells the kitchen screens of o; o is the caller's to give
-// away (encoded later, on a box with a screen on it).
 func emitOrder(ctx *raftfsm.ApplyContext, typ string, o store.Order) {
-	ctx.EmitValue(typ, orderEvent{Type: typ, Order: o})
+	ctx.Emit(typ, mustJSON(orderEvent{Type: typ, Order: o}))
 }

@@ -192,11 +192,7 @@ func (s *Service) publish(events []raftfsm.Event) {
 	for _, e := range events {
 		switch e.Type {
 		case "order.created", "order.updated", "session.closed", "call.created", "call.done":
-			se := stream.Event{ID: e.Index, Type: e.Type, Data: e.Data}
-			if e.Value != nil {
-				se.Body = stream.NewBody(e.Value)
-			}
-			out = append(out, se)
+			out = append(out, stream.Event{ID: e.Index, Type: e.Type, Data: e.Data})
 		case eventClockSet:
 			s.clockSet(e)
 		case eventCloudSetting:

@@ -55,19 +55,11 @@ type Event struct {
 	Index uint64 // Raft log index of the command that emitted it
 	Type  string
 	Data  []byte
-	// Value is the event unencoded (EmitValue); Data is nil then.
-	Value any
 }
 
 // Emit queues an event that is published after the batch commits.
 func (c *ApplyContext) Emit(typ string, data []byte) {
 	c.events = append(c.events, Event{Index: c.Index, Type: typ, Data: data})
-}
-
-// EmitValue queues an event whose encoding the listener does when it
-// needs it, if ever. Nothing may change v afterwards.
-func (c *ApplyContext) EmitValue(typ string, v any) {
-	c.events = append(c.events, Event{Index: c.Index, Type: typ, Value: v})
 }
 
 // Handler applies one command. The returned bytes are the result handed to

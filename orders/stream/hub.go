@@ -4,7 +4,6 @@
 package stream
 
 import (
-	"encoding/json"
 	"sync"
 )
 
@@ -12,42 +11,7 @@ import (
 type Event struct {
 	ID   uint64 // Raft index of the command
 	Type string
-	// Data is the event's JSON, or nil when Body holds it unencoded.
 	Data []byte
-	Body *Body
-}
-
-// JSON is the event's JSON: Data, or Body encoded.
-func (e Event) JSON() []byte {
-	if e.Data == nil && e.Body != nil {
-		return e.Body.JSON()
-	}
-	return e.Data
-}
-
-// Body is an event's value, encoded to JSON once, when a screen first
-// needs it: every box applies every order, but most have no kitchen
-// screen on them, and the encoding was 5 % of a follower's CPU.
-type Body struct {
-	once  sync.Once
-	value any
-	data  []byte
-}
-
-// NewBody holds v, which nobody changes afterwards, for encoding later.
-func NewBody(v any) *Body { return &Body{value: v} }
-
-// JSON encodes the value on the first call and returns the same bytes on
-// every call.
-func (b *Body) JSON() []byte {
-	b.once.Do(func() {
-		data, err := json.Marshal(b.value)
-		if err != nil {
-			data = []byte("null") // the domain's event types always encode
-		}
-		b.data, b.value = data, nil
-	})
-	return b.data
 }
 
 // Hub is a ring of the last Capacity events plus live subscribers.
