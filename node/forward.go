@@ -127,7 +127,10 @@ func (n *Node) forwardOne(ctx context.Context, leaderAddr string, body []byte) (
 	resp, err := n.peerHTTP.Load().Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("forward: %w", ctx.Err())
+			// Cut off (this box shutting down, or the caller gone) after
+			// the request may have left: it may have reached the leader.
+			// A 500 here was a guest's answer during a rolling update.
+			return nil, fmt.Errorf("%w: forward cut off: %v", ErrUnknownOutcome, ctx.Err())
 		}
 		if neverSent(err) {
 			// Never connected (the old leader is gone, or a live one

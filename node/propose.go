@@ -107,6 +107,11 @@ func (n *Node) Propose(ctx context.Context, p Proposal) ([]byte, error) {
 		default:
 			return nil, err
 		}
+		if retry && n.ctx.Err() != nil {
+			// This box is shutting down (an update's restart): the guest's
+			// retry through another box is sooner than ours.
+			retry = false
+		}
 		if retry {
 			n.metrics.proposeRetries.Inc()
 		}
