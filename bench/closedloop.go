@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +81,11 @@ type ClosedLoopReport struct {
 	// order costs the whole cluster.
 	Nodes   []NodeUsage  `json:"nodes"`
 	Cluster ClusterUsage `json:"cluster"`
+	// Callers is what the bench process itself (the phones: their HTTP,
+	// JSON and the checks above) spent per order over the window. It shares
+	// the machine with local nodes, so a heavier harness lowers the nodes'
+	// figure; bench/etcd reports its callers the same way.
+	Callers CallersUsage `json:"callers"`
 	// Profiles is the CPU profiles written (--cpuprofile DIR).
 	Profiles []string `json:"profiles,omitempty"`
 	Notes    []string `json:"notes"`
@@ -163,6 +169,20 @@ func clusterUsage(nodes []NodeUsage) ClusterUsage {
 	c.CPUMicrosPerOrder = round(c.CPUMicrosPerOrder, 1)
 	c.WrittenBytesPerOrder = round(c.WrittenBytesPerOrder, 0)
 	return c
+}
+
+// CallersUsage is the bench process's own CPU per order during the
+// window (/proc/self/stat; -1 unknown).
+type CallersUsage struct {
+	CPUMicrosPerOrder float64 `json:"cpuMicrosPerOrder"`
+}
+
+// callersUsage divides this process's CPU over the window by its orders.
+func callersUsage(before, after time.Duration, okBefore, okAfter bool, orders int) CallersUsage {
+	if !okBefore || !okAfter || orders <= 0 {
+		return CallersUsage{CPUMicrosPerOrder: -1}
+	}
+	return CallersUsage{CPUMicrosPerOrder: round(float64(after-before)/float64(time.Microsecond)/float64(orders), 1)}
 }
 
 // OK reports whether the run saw nothing wrong: no order id answered to
@@ -256,10 +276,13 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 	stopSampling := cl.sampleUsage(runCtx)
 
 	var winStart, winEnd time.Time
+	var selfBefore, selfAfter time.Duration
+	var selfOKBefore, selfOKAfter bool
 	if cl.wait(ctx, cfg.Warmup, false) {
 		for _, u := range cl.usage {
 			u.begin()
 		}
+		selfBefore, selfOKBefore = selfCPU()
 		cl.readCounters(ctx, (*usageProbe).raftBegin)
 		winStart = time.Now()
 		cl.measuring.Store(true)
@@ -270,6 +293,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		}
 		cl.measuring.Store(false)
 		winEnd = time.Now()
+		selfAfter, selfOKAfter = selfCPU()
 		for _, u := range cl.usage {
 			u.end()
 		}
@@ -306,6 +330,7 @@ func RunClosedLoop(ctx context.Context, cfg Config) (*ClosedLoopReport, error) {
 		rep.Nodes = append(rep.Nodes, u.result(rep.Orders))
 	}
 	rep.Cluster = clusterUsage(rep.Nodes)
+	rep.Callers = callersUsage(selfBefore, selfAfter, selfOKBefore, selfOKAfter, rep.Orders)
 	rep.Notes = append(rep.Notes, cl.notes...)
 	if rep.Notes == nil {
 		rep.Notes = []string{}
@@ -582,6 +607,18 @@ func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
 			mu.Unlock()
 		})
 	}
+	// The callers' own CPU (this process) in the same window, so a profile
+	// shows what the harness costs the shared machine beside the nodes.
+	if f, err := os.Create(filepath.Join(cl.cfg.CPUProfileDir, "callers.pprof")); err == nil {
+		if err := pprof.StartCPUProfile(f); err == nil {
+			defer func() {
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		} else {
+			f.Close()
+		}
+	}
 	// The window is the profile's length even if a node did not answer.
 	sleep(ctx, d)
 	wg.Wait()
@@ -642,6 +679,9 @@ func (r *ClosedLoopReport) WriteText(w io.Writer) {
 		written = fmt.Sprintf("%.0f B/order", r.Cluster.WrittenBytesPerOrder)
 	}
 	fmt.Fprintf(w, "  cluster       cpu %s  written %s  (the %d nodes summed)\n", cpu, written, len(r.Nodes))
+	if r.Callers.CPUMicrosPerOrder >= 0 {
+		fmt.Fprintf(w, "  callers       cpu %.0f µs/order  (this process: the phones' HTTP and JSON, and the checks)\n", r.Callers.CPUMicrosPerOrder)
+	}
 	for _, p := range r.Profiles {
 		fmt.Fprintf(w, "  cpu profile   %s\n", p)
 	}

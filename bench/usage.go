@@ -417,6 +417,13 @@ func procIOBytes(pid int, key string) (int64, error) {
 // Linux the store runs on).
 const clockTick = 10 * time.Millisecond
 
+// selfCPU is this process's user + system time (false where /proc is
+// missing).
+func selfCPU() (time.Duration, bool) {
+	d, err := procCPU(os.Getpid())
+	return d, err == nil
+}
+
 // procCPU is the process's user + system time from /proc/PID/stat.
 func procCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

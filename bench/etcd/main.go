@@ -95,6 +95,12 @@ type report struct {
 		CPUMicrosPerPut    float64 `json:"cpuMicrosPerPut"`
 		WrittenBytesPerPut float64 `json:"writtenBytesPerPut"`
 	} `json:"cluster"`
+	// Callers is this process's own CPU per put over the window (the
+	// clients' gRPC), as masterorder bench --closed-loop reports its
+	// callers'; -1 unknown.
+	Callers struct {
+		CPUMicrosPerPut float64 `json:"cpuMicrosPerPut"`
+	} `json:"callers"`
 }
 
 type latency struct {
@@ -288,11 +294,13 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, l
 		before[i], _ = procIO(m.cmd.Process.Pid)
 		cpuBefore[i], _ = procCPU(m.cmd.Process.Pid)
 	}
+	selfBefore, selfErrBefore := procCPU(os.Getpid())
 	start := time.Now()
 	measuring.Store(true)
 	time.Sleep(dur)
 	measuring.Store(false)
 	el := time.Since(start)
+	selfAfter, selfErrAfter := procCPU(os.Getpid())
 	after := make([]int64, len(ms))
 	cpuAfter := make([]time.Duration, len(ms))
 	for i, m := range ms {
@@ -328,6 +336,10 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, l
 		rep.Members = append(rep.Members, u)
 	}
 	rep.Cluster.CPUMicrosPerPut = round(rep.Cluster.CPUMicrosPerPut, 1)
+	rep.Callers.CPUMicrosPerPut = -1
+	if selfErrBefore == nil && selfErrAfter == nil && puts > 0 {
+		rep.Callers.CPUMicrosPerPut = round(float64(selfAfter-selfBefore)/float64(time.Microsecond)/float64(puts), 1)
+	}
 	fmt.Printf("etcd closed loop: 3 members (etcd %s, peers over %s), %d callers, warm-up %s excluded, measured %.1fs\n",
 		rep.Etcd, map[bool]string{true: "mutual TLS", false: "plain HTTP"}[peerTLS], conc, warmup, el.Seconds())
 	fmt.Printf("  addressing    %s\n", addressingText(rep.Addressing, rep.Leaders, len(ms)))
@@ -339,6 +351,9 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, l
 			u.Name, u.CPUMicrosPerPut, float64(u.WrittenBytes)/(1<<20), u.WrittenBytesPerPut, float64(u.RSSBytes)/(1<<20), float64(u.PeakRSSBytes)/(1<<20))
 	}
 	fmt.Printf("  cluster       cpu %.0f µs/put  written %.0f B/put  (the %d members summed)\n", rep.Cluster.CPUMicrosPerPut, rep.Cluster.WrittenBytesPerPut, len(rep.Members))
+	if rep.Callers.CPUMicrosPerPut >= 0 {
+		fmt.Printf("  callers       cpu %.0f µs/put  (this process: the clients' gRPC)\n", rep.Callers.CPUMicrosPerPut)
+	}
 	if jsonPath != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
