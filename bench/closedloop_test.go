@@ -58,6 +58,11 @@ func TestClosedLoopCountsTheWindowOnly(t *testing.T) {
 	if rep.MeasuredSeconds < 1.4 || rep.OrdersPerSecond <= 0 {
 		t.Errorf("measured %.2fs, %.1f orders/s", rep.MeasuredSeconds, rep.OrdersPerSecond)
 	}
+	// The callers (this test process) did work in the window: /proc/self
+	// counts it.
+	if rep.Callers.CPUMicrosPerOrder < 0 || !strings.Contains(text.String(), "callers       cpu ") {
+		t.Errorf("callers %+v:\n%s", rep.Callers, text.String())
+	}
 	fake.mu.Lock()
 	posts := cloneMapInt(fake.posts)
 	fake.mu.Unlock()
@@ -355,12 +360,23 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 	if rep.Cluster.CPUMicrosPerOrder != 550.4 || rep.Cluster.WrittenBytesPerOrder != 4500 {
 		t.Errorf("cluster %+v, want 550.4 µs and 4500 B per order", rep.Cluster)
 	}
+	// 70 ms of the bench's own CPU over 1,000 orders.
+	rep.Callers = callersUsage(2*time.Second, 2070*time.Millisecond, true, true, rep.Orders)
+	if rep.Callers.CPUMicrosPerOrder != 70 {
+		t.Errorf("callers %+v, want 70 µs per order", rep.Callers)
+	}
+	for _, c := range []CallersUsage{callersUsage(0, time.Second, false, true, 10), callersUsage(0, time.Second, true, true, 0)} {
+		if c.CPUMicrosPerOrder != -1 {
+			t.Errorf("callers without /proc or orders %+v, want -1", c)
+		}
+	}
 	var text bytes.Buffer
 	rep.WriteText(&text)
 	for _, want := range []string{
 		"node http://n1  cpu 300 µs/order  written 2.9 MiB, 3000 B/order  RSS 80.0 MiB at the end (Go heap 12.0 MiB), peak 90.0 MiB  (proc)",
 		"node http://n2  cpu 250 µs/order  written 0.0 MiB, 1500 B/order  RSS 1.0 MiB at the end, peak 2.0 MiB  (proc)",
 		"cluster       cpu 550 µs/order  written 4500 B/order  (the 2 nodes summed)",
+		"callers       cpu 70 µs/order  (this process: the phones' HTTP and JSON, and the checks)",
 		"raft log 200 writes/s, 12.0 entries and 2.50 ms each; as leader, proposed to applied 15.0 ms\n",
 		"raft log 120 writes/s, 20.0 entries and 3.10 ms each\n",
 		"1000 (100.0 orders/s); 1200 in all",
@@ -377,6 +393,7 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 	var back struct {
 		Nodes   []map[string]any   `json:"nodes"`
 		Cluster map[string]float64 `json:"cluster"`
+		Callers map[string]float64 `json:"callers"`
 	}
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
@@ -386,6 +403,9 @@ func TestClosedLoopReportPerOrderFigures(t *testing.T) {
 	}
 	if back.Nodes[0]["cpuMicrosPerOrder"] != 300.0 || back.Nodes[0]["rssBytes"] != float64(80<<20) || back.Nodes[0]["heapInuseBytes"] != float64(12<<20) || back.Cluster["cpuMicrosPerOrder"] != 550.4 || back.Cluster["writtenBytesPerOrder"] != 4500 {
 		t.Errorf("JSON %s", b)
+	}
+	if back.Callers["cpuMicrosPerOrder"] != 70 {
+		t.Errorf("JSON callers %s", b)
 	}
 	if _, old := back.Nodes[0]["cpuMsPerOrder"]; old {
 		t.Errorf("JSON still has cpuMsPerOrder: %s", b)
