@@ -609,21 +609,40 @@ func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
 	}
 	// The callers' own CPU (this process) in the same window, so a profile
 	// shows what the harness costs the shared machine beside the nodes.
-	if f, err := os.Create(filepath.Join(cl.cfg.CPUProfileDir, "callers.pprof")); err == nil {
-		if err := pprof.StartCPUProfile(f); err == nil {
-			defer func() {
-				pprof.StopCPUProfile()
-				f.Close()
-			}()
-		} else {
-			f.Close()
-		}
-	}
+	stopSelf := cl.profileSelf(filepath.Join(cl.cfg.CPUProfileDir, "callers.pprof"))
 	// The window is the profile's length even if a node did not answer.
 	sleep(ctx, d)
+	if name := stopSelf(); name != "" {
+		files = append(files, name)
+	}
 	wg.Wait()
 	slices.Sort(files)
 	return files
+}
+
+// profileSelf starts a CPU profile of this process into name; the
+// function it returns stops it and returns the file's name ("" if there
+// is no profile: another one was running, or the file failed).
+func (cl *closedLoop) profileSelf(name string) func() string {
+	f, err := os.Create(name)
+	if err != nil {
+		cl.note("--cpuprofile: " + err.Error())
+		return func() string { return "" }
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		cl.note("--cpuprofile callers: " + err.Error())
+		f.Close()
+		os.Remove(name)
+		return func() string { return "" }
+	}
+	return func() string {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			cl.note("--cpuprofile: " + err.Error())
+			return ""
+		}
+		return name
+	}
 }
 
 // WriteText prints the report for people.

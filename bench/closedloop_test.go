@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -452,4 +453,33 @@ func cloneMapInt(m map[int]int) map[int]int {
 		c[k] = v
 	}
 	return c
+}
+
+// --cpuprofile also profiles the callers (this process) over the window;
+// a node that serves no profile (the fake) is a note, not a failure.
+func TestClosedLoopProfilesTheCallers(t *testing.T) {
+	opt := defaultFakeOptions()
+	opt.cooldown = time.Hour
+	opt.burst = 100 * time.Millisecond
+	fake := newFake(t, opt)
+	cfg := testConfig(fake.urls())
+	cfg.ClosedLoop = true
+	cfg.Concurrency = 2
+	cfg.Sessions = 200
+	cfg.Warmup = 100 * time.Millisecond
+	cfg.Duration = time.Second
+	cfg.CPUProfileDir = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := RunClosedLoop(ctx, cfg)
+	if err != nil {
+		t.Fatalf("RunClosedLoop: %v", err)
+	}
+	want := filepath.Join(cfg.CPUProfileDir, "callers.pprof")
+	if !slices.Contains(rep.Profiles, want) {
+		t.Fatalf("profiles %v, notes %v: want %s", rep.Profiles, rep.Notes, want)
+	}
+	if fi, err := os.Stat(want); err != nil || fi.Size() == 0 {
+		t.Errorf("callers.pprof: %v, %v", fi, err)
+	}
 }
