@@ -116,7 +116,8 @@ func runSetIfAbsent(b *testing.B, nodes []*node.Node, leader *node.Node, callers
 // BenchmarkSetIfAbsent: one SetIfAbsent is one Raft command (fsync'd log
 // append on a quorum, bbolt + SQLite apply on every node). Callers spread
 // over the three nodes (two thirds are forwarded to the leader), or all
-// on the leader. Loopback, plain TCP (no TLS), shipped Raft timeouts.
+// on the leader. Loopback, mutual TLS on the Raft port (nodetest, as init
+// sets it up), shipped Raft timeouts.
 //
 //	go test -bench SetIfAbsent -run '^$' -benchtime 3s ./node/
 func BenchmarkSetIfAbsent(b *testing.B) {
