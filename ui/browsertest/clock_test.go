@@ -43,19 +43,30 @@ func TestClockPrompt(t *testing.T) {
 	}
 
 	con := b.open("console-clock", s.url(0)+"/staff/", phoneW, phoneH)
+	// Whether the prompt was already drawn when the tabs appeared: drawn
+	// after, it pushes the tabs down under a finger already tapping one.
+	const watchTabs = `(() => { const app = document.querySelector('#app'); new MutationObserver(() => { if (!app.hidden && window.promptBeforeTabs === undefined) window.promptBeforeTabs = !document.querySelector('#clock-banner').hidden; }).observe(app, { attributes: true, attributeFilter: ['hidden'] }); return true; })()`
+	con.eval(watchTabs)
 	con.login()
 	con.waitFor("the clock prompt", `!document.querySelector('#clock-banner').hidden && !!document.querySelector('#clock-set')`, 30*time.Second)
 	ask := con.text("#clock-banner")
 	if !strings.Contains(ask, "端末の時計は") || !strings.Contains(ask, "合っていますか") || !strings.Contains(ask, "このタブレットの時刻") {
 		t.Fatalf("the prompt says %q", ask)
 	}
+	if !con.eval(`window.promptBeforeTabs === true`) {
+		t.Error("the console drew the clock prompt after its tabs (the tabs jump down under a tapping finger)")
+	}
 	docShots(con, "console-clock", `!!document.querySelector('#clock-set')`)
 
 	kt := b.open("kitchen-clock", s.url(1)+"/kitchen/", tabletW, tabletH)
+	kt.eval(strings.ReplaceAll(watchTabs, "#app", "#board"))
 	kt.loginAs(kitchenPassword)
 	kt.waitFor("the kitchen asks for a manager", `!document.querySelector('#clock-banner').hidden && /店長に時計を合わせて/.test(document.querySelector('#clock-banner').textContent)`, 30*time.Second)
 	if kt.visible("#clock-set") {
 		t.Fatal("the kitchen screen offers to set the clock")
+	}
+	if !kt.eval(`window.promptBeforeTabs === true`) {
+		t.Error("the kitchen drew the clock prompt after its board")
 	}
 	docShots(kt, "kitchen-clock", `!document.querySelector('#clock-banner').hidden`)
 

@@ -19,6 +19,8 @@ const CLOCK_CLOSE_MS = 5 * 60 * 1000;
 export const BANNER_AFTER_MS = 5 * 60 * 1000;
 
 const POLL_MS = 20000;
+// How long a screen waits for the banners before it shows anyway.
+const FIRST_DRAW_MS = 2000;
 
 // Disk states the box itself reports; 'ok' says nothing.
 const DISK_TROUBLE = ['low', 'full', 'readonly', 'slow'];
@@ -451,12 +453,17 @@ export function createHealthBanner({ el, api, T, tail, certs, clockEl, clockMode
   }
 
   return {
-    start() {
+    // start polls; it answers when the first poll is drawn, or after
+    // firstMs at most (a slow box), so a screen can draw its banners
+    // before what is under them: a banner appearing a moment after the
+    // tabs pushed them down under a finger already tapping.
+    start(firstMs = FIRST_DRAW_MS) {
       clearInterval(timer);
-      poll();
+      const first = poll();
       timer = setInterval(() => {
         if (document.visibilityState === 'visible' && api.token()) poll();
       }, POLL_MS);
+      return Promise.race([first, new Promise((resolve) => setTimeout(resolve, firstMs))]);
     },
     stop() {
       clearInterval(timer);

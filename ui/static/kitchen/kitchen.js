@@ -711,6 +711,10 @@ function showLogin(message) {
 }
 
 async function startBoard() {
+  // The banners above the board first, as on the staff screen: a banner
+  // drawn after the board pushes a ticket down under a cook's finger.
+  await health.start();
+  if (!api.token()) return; // refused meanwhile: the login form is back
   show('#login', false);
   show('#board', true);
   show('#logout', true);
@@ -721,7 +725,6 @@ async function startBoard() {
   calls.start();
   connect();
   checkPrinters();
-  health.start();
 }
 
 function bindLogin() {

@@ -372,12 +372,16 @@ function showLogin(message) {
 }
 
 async function showApp() {
+  // The banners above the tabs first (a silent box, the clock prompt), then
+  // the tabs: drawn the other way round, a banner arriving a moment later
+  // pushes the tabs down under a finger already tapping one.
+  await health.start();
+  if (!api.token()) return; // refused meanwhile: the login form is back
   show('#login', false);
   show('#app', true);
   show('#logout', true);
   go(location.hash.slice(1) || 'tables');
   calls.start();
-  health.start();
   if (!unfollow) unfollow = followCalls(calls, () => '/api/kitchen/stream?token=' + encodeURIComponent(api.token()));
   try {
     const st = await api.pool.refresh();
