@@ -69,6 +69,7 @@ func startWizardChromium(t *testing.T, budget time.Duration, extra ...chromedp.E
 	}
 	profile := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.UserDataDir(profile),
+		chromedp.Env("TMPDIR="+profile), // its lock socket goes with the profile, not left in /tmp
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-proxy-server", true),
 		chromedp.Flag("lang", "ja-JP"), chromedp.Flag("accept-lang", "ja-JP,ja"))

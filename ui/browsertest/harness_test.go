@@ -291,6 +291,9 @@ func startBrowserFor(t *testing.T, budget time.Duration, extra ...chromedp.ExecA
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(dir),
+		// Its temporary files (the profile's lock socket) go with the
+		// profile: a browser killed at the end leaves them behind.
+		chromedp.Env("TMPDIR="+dir),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true),

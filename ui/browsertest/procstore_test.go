@@ -60,6 +60,14 @@ func masterorderBinary(t *testing.T) string {
 	return procBin
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if procBin != "" {
+		os.RemoveAll(filepath.Dir(procBin)) // the binary built for the process stores
+	}
+	os.Exit(code)
+}
+
 // startProcStore starts the three boxes with publicURL (may be empty) as
 // public_url, logs in and puts gyoza (450) and tea (300) on the menu.
 func startProcStore(t *testing.T, publicURL func(port int) string) *procStore {
