@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"masterorder/httpapi"
+	"masterorder/internal/chromiumtest"
 	"masterorder/setup"
 )
 
@@ -51,25 +51,10 @@ func TestSetupWizardScreenshots(t *testing.T) {
 // Without Chromium the test is skipped, except in CI.
 func startWizardChromium(t *testing.T, budget time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
-	chromium := ""
-	for _, name := range []string{os.Getenv("MO_CHROMIUM"), "chromium", "chromium-browser", "/usr/bin/chromium"} {
-		if name == "" {
-			continue
-		}
-		if p, err := exec.LookPath(name); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is not installed; CI must run the browser tests")
-		}
-		t.Skip("chromium is not installed: skipping the setup wizard's browser test")
-	}
+	chromium := chromiumtest.Path(t)
 	profile := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.UserDataDir(profile),
-		chromedp.Env("TMPDIR="+profile), // its lock socket goes with the profile, not left in /tmp
+		chromedp.Env("TMPDIR="+chromiumtest.TempDir(t)),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-proxy-server", true),
 		chromedp.Flag("lang", "ja-JP"), chromedp.Flag("accept-lang", "ja-JP,ja"))

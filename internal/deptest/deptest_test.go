@@ -92,6 +92,7 @@ var rules = map[string]rule{
 	"orders/cloudsync/emulatortest": {why: "the Firestore emulator for tests (leaf)"},
 	"internal/deptest":              {why: "these rules (its code is in test files)"},
 	"internal/filestate":            {why: "a stopped box's FSM files read as comparable text, for tests (leaf)"},
+	"internal/chromiumtest":         {why: "what the browser tests' harnesses share about the Chromium they start (leaf)"},
 }
 
 // pkg is what go list says of one package.

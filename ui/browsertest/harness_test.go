@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"masterorder/api/apitest"
+	"masterorder/internal/chromiumtest"
 	"masterorder/node"
 	"masterorder/node/nodetest"
 	"masterorder/orders"
@@ -243,28 +243,6 @@ func (s *store) guestOrders(i int, sess session) (int, []order) {
 
 // ---------------------------------------------------------------- the browser
 
-// chromiumPath finds the browser: MO_CHROMIUM, then chromium on PATH, then
-// Debian's /usr/bin/chromium. Without one the test is skipped, except in CI.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MO_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed; CI must run the browser tests (.ci/run installs it with apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed: skipping the browser tests (apt-get install chromium, or set MO_CHROMIUM=/path/to/chromium)")
-	return ""
-}
-
 // browserBudget bounds one test's browser: past it the browser is killed and
 // whatever waits on it fails. A liveness bound: a flow of two minutes on a
 // quiet machine takes three at load 25.
@@ -286,14 +264,12 @@ func startBrowser(t *testing.T) *browser {
 // the kitchen's 45-second silence check).
 func startBrowserFor(t *testing.T, budget time.Duration, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
-	path := chromiumPath(t)
+	path := chromiumtest.Path(t)
 	dir := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(dir),
-		// Its temporary files (the profile's lock socket) go with the
-		// profile: a browser killed at the end leaves them behind.
-		chromedp.Env("TMPDIR="+dir),
+		chromedp.Env("TMPDIR="+chromiumtest.TempDir(t)),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true),
