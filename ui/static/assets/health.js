@@ -454,16 +454,16 @@ export function createHealthBanner({ el, api, T, tail, certs, clockEl, clockMode
 
   return {
     // start polls; it answers when the first poll is drawn, or after
-    // firstMs at most (a slow box), so a screen can draw its banners
+    // FIRST_DRAW_MS at most (a slow box), so a screen can draw its banners
     // before what is under them: a banner appearing a moment after the
     // tabs pushed them down under a finger already tapping.
-    start(firstMs = FIRST_DRAW_MS) {
+    start() {
       clearInterval(timer);
       const first = poll();
       timer = setInterval(() => {
         if (document.visibilityState === 'visible' && api.token()) poll();
       }, POLL_MS);
-      return Promise.race([first, new Promise((resolve) => setTimeout(resolve, firstMs))]);
+      return Promise.race([first, new Promise((resolve) => setTimeout(resolve, FIRST_DRAW_MS))]);
     },
     stop() {
       clearInterval(timer);
