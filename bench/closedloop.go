@@ -612,10 +612,11 @@ func (cl *closedLoop) profile(ctx context.Context, d time.Duration) []string {
 	stopSelf := cl.profileSelf(filepath.Join(cl.cfg.CPUProfileDir, "callers.pprof"))
 	// The window is the profile's length even if a node did not answer.
 	sleep(ctx, d)
-	if name := stopSelf(); name != "" {
-		files = append(files, name)
+	self := stopSelf()
+	wg.Wait() // files is the nodes' goroutines' until then
+	if self != "" {
+		files = append(files, self)
 	}
-	wg.Wait()
 	slices.Sort(files)
 	return files
 }
