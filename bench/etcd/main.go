@@ -59,8 +59,9 @@ func main() {
 	peerTLS := flag.Bool("peer-tls", true, "members talk over mutual TLS (as MasterOrder's Raft does)")
 	jsonPath := flag.String("json", "", "also write the report as JSON to this file")
 	leaderOnly := flag.Bool("leader-only", false, "every caller puts through the client of the member that is leader (found with Status, followed when it changes), as `masterorder bench --closed-loop --leader-only` addresses the Raft leader; default: callers round the members' clients")
+	cpuProfile := flag.String("cpuprofile", "", "write each member's CPU profile of the measured window (etcd --enable-pprof) and this process's own (callers.pprof) into this directory, as `masterorder bench --closed-loop --cpuprofile` does for its nodes")
 	flag.Parse()
-	if err := run(*etcdBin, *conc, *dur, *warmup, *dataDir, *peerTLS, *leaderOnly, *jsonPath); err != nil {
+	if err := run(*etcdBin, *conc, *dur, *warmup, *dataDir, *peerTLS, *leaderOnly, *jsonPath, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench:", err)
 		os.Exit(1)
 	}
@@ -121,7 +122,7 @@ type memberUsage struct {
 	CPUMicrosPerPut    float64 `json:"cpuMicrosPerPut"`
 }
 
-func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, leaderOnly bool, jsonPath string) error {
+func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, leaderOnly bool, jsonPath, profileDir string) error {
 	if conc < 1 || dur <= 0 {
 		return errors.New("--concurrency ≥ 1 and --duration > 0")
 	}
@@ -163,6 +164,9 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, l
 			"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "etcdbench", "--log-level", "warn", "--logger", "zap"}
 		args = append(args, tlsArgs...)
+		if profileDir != "" {
+			args = append(args, "--enable-pprof")
+		}
 		m.cmd = exec.Command(bin, args...)
 		lf, err := os.Create(filepath.Join(dir, m.name+".log"))
 		if err != nil {
@@ -297,7 +301,12 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, l
 	selfBefore, selfErrBefore := procCPU(os.Getpid())
 	start := time.Now()
 	measuring.Store(true)
-	time.Sleep(dur)
+	var profiles []string
+	if profileDir != "" {
+		profiles = profileWindow(ctx, profileDir, ms, dur)
+	} else {
+		time.Sleep(dur)
+	}
 	measuring.Store(false)
 	el := time.Since(start)
 	selfAfter, selfErrAfter := procCPU(os.Getpid())
@@ -353,6 +362,9 @@ func run(bin string, conc int, dur, warmup time.Duration, dir string, peerTLS, l
 	fmt.Printf("  cluster       cpu %.0f µs/put  written %.0f B/put  (the %d members summed)\n", rep.Cluster.CPUMicrosPerPut, rep.Cluster.WrittenBytesPerPut, len(rep.Members))
 	if rep.Callers.CPUMicrosPerPut >= 0 {
 		fmt.Printf("  callers       cpu %.0f µs/put  (this process: the clients' gRPC)\n", rep.Callers.CPUMicrosPerPut)
+	}
+	for _, f := range profiles {
+		fmt.Printf("  cpu profile   %s\n", f)
 	}
 	if jsonPath != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
