@@ -411,6 +411,7 @@ function renderClockPrompt(el, health, T, mode, set, state) {
 export function createHealthBanner({ el, api, T, tail, certs, clockEl, clockMode }) {
   let timer = null;
   let health = null;
+  let last = null; // the newest status drawn, as the box answered it
   const clock = { busy: false, error: '' };
 
   async function setClock() {
@@ -431,6 +432,7 @@ export function createHealthBanner({ el, api, T, tail, certs, clockEl, clockMode
     try {
       const st = await api.get('/api/cluster/status', { timeoutMs: 5000 });
       if (st && Array.isArray(st.nodes)) {
+        last = st;
         health = healthOf(st, Date.now());
         setStoreZone(st.timeZone || ''); // the store's time zone: this page's times
       }
@@ -469,12 +471,20 @@ export function createHealthBanner({ el, api, T, tail, certs, clockEl, clockMode
       clearInterval(timer);
       timer = null;
       health = null;
+      last = null;
       render();
+    },
+    // status is the newest staff view of GET /api/cluster/status drawn
+    // (null before one): a screen starting after start() reads the shop's
+    // name from it instead of asking the box again.
+    status() {
+      return last;
     },
     // show takes a status fetched elsewhere (the cluster page) so the
     // banner never disagrees with the page under it.
     show(st) {
       if (st && Array.isArray(st.nodes)) {
+        last = st;
         health = healthOf(st, Date.now());
         setStoreZone(st.timeZone || '');
       }

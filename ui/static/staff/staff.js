@@ -389,8 +389,9 @@ async function showApp() {
       nodeId = st.nodeId;
       renderNodeLabel();
     }
-    // The staff view of the status names the shop.
-    const full = await api.get('/api/cluster/status', { timeoutMs: 5000 });
+    // The staff view of the status names the shop: the banners' first
+    // poll fetched it (health.start above), unless that box was slow.
+    const full = health.status() || (await api.get('/api/cluster/status', { timeoutMs: 5000 }));
     const shop = $('#shop-label');
     shop.textContent = (full && full.shopName) || '';
     shop.hidden = !shop.textContent;
