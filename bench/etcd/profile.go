@@ -27,6 +27,8 @@ func profileSeconds(d time.Duration) int {
 // (the clients' gRPC) as callers.pprof. It returns after d (the window)
 // and the members' answers, with the files written; what failed is
 // printed and left out, not fatal: the run's figures stand without it.
+// It mirrors bench/closedloop.go's profile, which this module (kept apart
+// so the etcd client stays out of the main module) does not import.
 func profileWindow(ctx context.Context, dir string, ms []*member, d time.Duration) []string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench: --cpuprofile:", err)
