@@ -32,7 +32,10 @@ func (n *Node) newCertRenewer() (*certrenew.Renewer, error) {
 		// member's): a box that booted at its image's date does not issue
 		// from it (node/clock.go; the status's clockSuspect).
 		ClockOK: func() bool { return n.ClockStatus().Trusted },
-		Logger:  n.log,
+		// The addresses it is reached at now: a certificate issued for the
+		// box's address at setup follows it to a new DHCP lease.
+		Addrs:  n.nameAddrs,
+		Logger: n.log,
 	})
 }
 

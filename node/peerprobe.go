@@ -76,6 +76,11 @@ func (p *peerProbe) run(n *Node) {
 			n.log.Info("this box has new addresses: looking for the others again", "addrs", lanname.InterfaceAddrs())
 			n.renewPeerClients()
 			n.book.miss("")
+			// The tablets reach this box at its new address at once (the
+			// status's httpsAddr): its HTTPS certificate must name it.
+			if r := n.certs.Load(); r != nil {
+				r.Check()
+			}
 		}
 		res := map[string]bool{}
 		var members []string

@@ -10,6 +10,15 @@
 // names with the CA (pki.CA.IssueHTTPSAt), writes it atomically
 // (pki.WriteFile) and serves it.
 //
+// A certificate issued for a LAN address also follows the box to a new
+// one (Options.Addrs): when the box has an address its certificate does
+// not name (a new router, another DHCP lease) and it holds the CA key,
+// it issues the certificate again for its names and its addresses now,
+// with the same validity, so it needs no clock.
+// The tablets' consoles reach the other boxes by the addresses the status
+// gives (httpsAddr, found again by mDNS after a move), and check the
+// certificate against the address they dialled.
+//
 // It never renews from an implausible clock (ClockOK: after a power cut
 // a box without a real-time clock boots at its image's date); it tries
 // again at the next check.
@@ -36,8 +45,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,7 +121,11 @@ type Options struct {
 	// whether it is plausible (always, when nil).
 	Now     func() time.Time
 	ClockOK func() bool
-	Logger  *slog.Logger
+	// Addrs is the box's LAN addresses now (nil: not followed). Only a
+	// certificate that names a LAN address follows them: one for names
+	// and loopback only (a lab, a test) is about no address.
+	Addrs  func() []net.IP
+	Logger *slog.Logger
 }
 
 // Renewer holds the served HTTPS pair and renews it.
@@ -240,6 +255,15 @@ func (r *Renewer) check(now time.Time) (st Status, caEnd string) {
 		st.CANotAfter = stamp(caCert.NotAfter)
 	}
 	caEnd = st.CANotAfter
+	if hosts, moved := r.hostsNow(cur); moved && !r.o.Shared {
+		// Before the clock is judged: the same validity, another address.
+		if err := r.follow(cur, hosts); err != nil && !errors.Is(err, errNoCAKey) {
+			st.Problem, st.Detail = problemOf(err), err.Error()
+			r.o.Logger.Error("cannot issue the https certificate for this box's new address", "names", hosts, "error", err)
+			return st, caEnd
+		}
+		cur = r.pair.Load().Leaf
+	}
 	if !r.o.ClockOK() {
 		st.Problem, st.Detail = ProblemClockSuspect, "the wall clock ("+stamp(now)+") is not plausible: certificates are not judged or renewed until it is"
 		return st, caEnd
@@ -296,28 +320,96 @@ func problemOf(err error) string {
 	return ProblemRenewFailed
 }
 
-// renew issues a certificate for cur's names, writes the pair (key
-// first: a cut between the two leaves a pair New issues again) and serves
+// hostsNow is the host list cur is issued again for, and whether the
+// box moved: it has a LAN address (Options.Addrs) that cur, which names
+// a LAN address, does not. A move keeps cur's names and loopback
+// addresses, takes the box's addresses now and drops the ones it left
+// (another device may get them); otherwise the list is cur's own.
+func (r *Renewer) hostsNow(cur *x509.Certificate) (hosts []string, moved bool) {
+	if r.o.Addrs == nil || !slices.ContainsFunc(cur.IPAddresses, isLAN) {
+		return pki.Hosts(cur), false
+	}
+	now := slices.DeleteFunc(slices.Clone(r.o.Addrs()), func(ip net.IP) bool { return !isLAN(ip) })
+	for _, ip := range now {
+		if !slices.ContainsFunc(cur.IPAddresses, ip.Equal) {
+			moved = true
+		}
+	}
+	if !moved {
+		return pki.Hosts(cur), false
+	}
+	for _, h := range pki.Hosts(cur) {
+		if ip := net.ParseIP(h); ip == nil || !isLAN(ip) {
+			hosts = append(hosts, h)
+		}
+	}
+	for _, ip := range now {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts, true
+}
+
+// isLAN: an address a tablet could dial on the store's network (not
+// loopback, not unspecified).
+func isLAN(ip net.IP) bool { return !ip.IsLoopback() && !ip.IsUnspecified() }
+
+// renew issues a certificate for cur's names, writes the pair and serves
 // it. Called with r.mu held (or from New).
 func (r *Renewer) renew(ca *pki.CA, cur *x509.Certificate, now time.Time) error {
 	certPEM, keyPEM, err := ca.IssueHTTPSAt(r.o.NodeID, pki.Hosts(cur), now)
 	if err != nil {
 		return err
 	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	pair, err := r.install(certPEM, keyPEM)
 	if err != nil {
-		return fmt.Errorf("certrenew: new pair: %w", err)
+		return err
 	}
-	if err := writeTLS(r.o.KeyFile, keyPEM); err != nil {
-		return writeError{err}
-	}
-	if err := writeTLS(r.o.CertFile, certPEM); err != nil {
-		return writeError{err}
-	}
-	r.pair.Store(&pair)
-	r.loaded, r.renewedAt = certPEM, now
+	r.renewedAt = now
 	r.o.Logger.Info("renewed the https certificate", "was", cur.NotAfter.UTC(), "notAfter", pair.Leaf.NotAfter.UTC(), "names", pki.Hosts(pair.Leaf))
 	return nil
+}
+
+// errNoCAKey: the CA key is not on this box (loadCA).
+var errNoCAKey = errors.New("no CA key")
+
+// follow issues cur again for hosts (the box's addresses now) with cur's
+// validity, writes the pair and serves it: no clock is read, so a box
+// back from a power cut on a new lease follows before its clock is set.
+// Without the CA key it does nothing (errNoCAKey; the status says so
+// once the clock is judged). Called with r.mu held.
+func (r *Renewer) follow(cur *x509.Certificate, hosts []string) error {
+	ca, err := r.loadCA()
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := ca.ReissueHTTPS(r.o.NodeID, hosts, cur)
+	if err != nil {
+		return err
+	}
+	pair, err := r.install(certPEM, keyPEM)
+	if err != nil {
+		return err
+	}
+	r.o.Logger.Info("issued the https certificate again for this box's addresses now", "was", pki.Hosts(cur), "names", pki.Hosts(pair.Leaf), "notAfter", pair.Leaf.NotAfter.UTC())
+	return nil
+}
+
+// install writes a new pair (key first: a cut between the two leaves a
+// pair New issues again) and serves it.
+func (r *Renewer) install(certPEM, keyPEM []byte) (tls.Certificate, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return pair, fmt.Errorf("certrenew: new pair: %w", err)
+	}
+	if err := writeTLS(r.o.KeyFile, keyPEM); err != nil {
+		return pair, writeError{err}
+	}
+	if err := writeTLS(r.o.CertFile, certPEM); err != nil {
+		return pair, writeError{err}
+	}
+	r.pair.Store(&pair)
+	r.loaded = certPEM
+	return pair, nil
 }
 
 // writeTLS writes one of the pair's files with pki.WriteFile (atomic and
@@ -347,7 +439,7 @@ func (r *Renewer) loadCA() (*pki.CA, error) {
 	keyFile := pki.CAKeyFile(filepath.Dir(r.o.CAFile))
 	keyPEM, err := os.ReadFile(keyFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("the cluster CA key %s is not on this box", keyFile)
+		return nil, fmt.Errorf("the cluster CA key %s is not on this box: %w", keyFile, errNoCAKey)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster CA key: %w", err)

@@ -421,3 +421,118 @@ func TestRunStops(t *testing.T) {
 		t.Fatal(errors.New("Run did not stop"))
 	}
 }
+
+// A box given a new address (a new router) issues its certificate again
+// for the new one, with the same validity, keeping its names and
+// loopback and dropping the address it left; an address it already
+// names changes nothing, and neither does a LAN address for a
+// certificate that names none. A tablet trusting only the CA then
+// verifies the box at its new address.
+func TestCertificateFollowsTheBoxToANewAddress(t *testing.T) {
+	c := newClock()
+	b := newBox(t, 0, c.Now().Add(-100*day), true)
+	addrs := []net.IP{net.ParseIP("192.0.2.7").To4()}
+	var mu sync.Mutex
+	o := b.options(c)
+	o.Addrs = func() []net.IP {
+		mu.Lock()
+		defer mu.Unlock()
+		return addrs
+	}
+	r := newRenewer(t, o)
+	old := r.Current()
+	if st := r.Check(); st.RenewedAt != "" || !r.Current().Equal(old) {
+		t.Fatalf("at the address it names: %+v", st)
+	}
+
+	mu.Lock()
+	addrs = []net.IP{net.ParseIP("198.51.100.20").To4()}
+	mu.Unlock()
+	st := r.Check()
+	cur := r.Current()
+	if st.Problem != "" || st.RenewedAt != "" || cur.Equal(old) {
+		t.Fatalf("after a new lease: %+v", st)
+	}
+	if !cur.NotBefore.Equal(old.NotBefore) || !cur.NotAfter.Equal(old.NotAfter) || st.HTTPSNotAfter != stamp(old.NotAfter) {
+		t.Fatalf("issued again for %v–%v, want the same validity %v–%v", cur.NotBefore, cur.NotAfter, old.NotBefore, old.NotAfter)
+	}
+	for _, h := range []string{"198.51.100.20", "127.0.0.1", "localhost", "shop.example", id} {
+		if err := cur.VerifyHostname(h); err != nil {
+			t.Errorf("the new certificate does not name %s: %v", h, err)
+		}
+	}
+	if cur.VerifyHostname("192.0.2.7") == nil {
+		t.Error("the new certificate still names the address the box left")
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(b.ca.Certificate())
+	if _, err := cur.Verify(x509.VerifyOptions{Roots: roots, DNSName: "198.51.100.20", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("a tablet trusting the CA refuses the box at its new address: %v", err)
+	}
+	if disk := b.onDisk(t); !disk.Equal(cur) {
+		t.Fatal("the new certificate is not the one on disk")
+	}
+	if _, err := tls.LoadX509KeyPair(pki.HTTPSCertFile(b.dir, id), pki.HTTPSKeyFile(b.dir, id)); err != nil {
+		t.Fatalf("the pair on disk: %v", err)
+	}
+	if r.Check(); !r.Current().Equal(cur) {
+		t.Fatal("a second check at the same address issued again")
+	}
+
+	// A second address beside it (the Wi-Fi comes up): named too.
+	mu.Lock()
+	addrs = []net.IP{net.ParseIP("198.51.100.20").To4(), net.ParseIP("203.0.113.5").To4()}
+	mu.Unlock()
+	r.Check()
+	for _, h := range []string{"198.51.100.20", "203.0.113.5"} {
+		if err := r.Current().VerifyHostname(h); err != nil {
+			t.Errorf("with two addresses: %v", err)
+		}
+	}
+
+	// A lab's certificate (loopback and names only) is about no address.
+	lab := newBox(t, 0, c.Now().Add(-100*day), true)
+	cert, key, err := lab.ca.IssueHTTPSAt(id, []string{"localhost", "127.0.0.1"}, c.Now().Add(-100*day))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteHTTPSFiles(lab.dir, id, cert, key); err != nil {
+		t.Fatal(err)
+	}
+	lo := lab.options(c)
+	lo.Addrs = o.Addrs
+	lr := newRenewer(t, lo)
+	labOld := lr.Current()
+	if st := lr.Check(); st.RenewedAt != "" || !lr.Current().Equal(labOld) {
+		t.Fatalf("a loopback certificate followed a LAN address: %+v", st)
+	}
+}
+
+// A box back from a power cut on a new lease, its clock not yet set,
+// follows its address all the same (the validity is the old one's), and
+// still says its clock is suspect; without the CA key it keeps its
+// certificate and says why.
+func TestMovedBoxFollowsBeforeItsClockNotWithoutTheKey(t *testing.T) {
+	moved := func() []net.IP { return []net.IP{net.ParseIP("198.51.100.20").To4()} }
+	c := newClock()
+	c.ok = false
+	b := newBox(t, 0, c.Now().Add(-100*day), true)
+	o := b.options(c)
+	o.Addrs = moved
+	r := newRenewer(t, o)
+	old := r.Current()
+	st := r.Check()
+	if st.Problem != ProblemClockSuspect || st.RenewedAt != "" || r.Current().VerifyHostname("198.51.100.20") != nil || !r.Current().NotAfter.Equal(old.NotAfter) {
+		t.Fatalf("suspect clock: %+v", st)
+	}
+
+	c2 := newClock()
+	b2 := newBox(t, 0, c2.Now().Add(-100*day), false)
+	o2 := b2.options(c2)
+	o2.Addrs = moved
+	r2 := newRenewer(t, o2)
+	old2 := r2.Current()
+	if st := r2.Check(); st.Problem != ProblemNoCAKey || st.RenewedAt != "" || !r2.Current().Equal(old2) {
+		t.Fatalf("no CA key: %+v", st)
+	}
+}

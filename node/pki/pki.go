@@ -183,6 +183,14 @@ func (ca *CA) IssueHTTPSAt(nodeID string, hosts []string, now time.Time) (certPE
 	return ca.issue(nodeID, hosts, start, start.Add(HTTPSValidity), []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
 }
 
+// ReissueHTTPS issues cur, an HTTPS certificate of this CA, again for
+// other hosts with the same validity (cur's NotBefore and NotAfter): a
+// box whose address changed names its new one without reading its own
+// clock, which may not be set yet.
+func (ca *CA) ReissueHTTPS(nodeID string, hosts []string, cur *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+	return ca.issue(nodeID, hosts, cur.NotBefore, cur.NotAfter, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
+}
+
 // Hosts is the host list that names the same hosts as cert when issued
 // again for nodeID (its DNS names and IP addresses; nodeID itself is
 // added by the issuer): how a certificate is renewed for the names it has.

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -298,6 +299,7 @@ func TestNetnsNewRouter(t *testing.T) {
 	}) {
 		t.Fatal("the tablet does not log in by the saved name after the new router")
 	}
+	tabletReachesEveryBox(t, tc, staffBase, boxes)
 
 	// A box moved while switched off: c is stopped, gets another address,
 	// and starts again as its unit would.
@@ -321,6 +323,7 @@ func TestNetnsNewRouter(t *testing.T) {
 	s.waitEveryBoxHolds(boxes, sessions[1], []int64{last}, 60*time.Second)
 	t.Logf("RENUMBER-OFFLINE-REJOIN box c switched off, moved to %s, switched on: takes orders and holds the others' after %.1f s",
 		c.ip, time.Since(moved).Seconds())
+	tabletReachesEveryBox(t, tc, staffBase, []*netBox{c})
 	// The store (the box answering its name) sees it working.
 	var stat struct {
 		Nodes []struct {
@@ -344,6 +347,48 @@ func TestNetnsNewRouter(t *testing.T) {
 	}) {
 		t.Fatalf("the store does not see three working boxes: %+v", stat)
 	}
+}
+
+// tabletReachesEveryBox: the tablet reaches each box over HTTPS at the
+// address the store's status gives for it, as the console's failover
+// does (assets/cluster.js: httpsAddr), checking the certificate against
+// that address: each box's certificate names the address it has now
+// (node/certrenew follows a new lease).
+func tabletReachesEveryBox(t *testing.T, tc *tablet, staffBase string, boxes []*netBox) {
+	t.Helper()
+	for _, b := range boxes {
+		nodeID := nodeIDOf(t, b)
+		var addr, why string
+		if !waitTrue(2*time.Minute, func() bool {
+			var st struct {
+				Nodes []struct {
+					ID        string `json:"id"`
+					HTTPSAddr string `json:"httpsAddr"`
+				} `json:"nodes"`
+			}
+			r := orderstest.Do(t, tc.hc, "GET", staffBase+"/api/cluster/status", nil, nil)
+			if r.Status != 200 {
+				why = fmt.Sprintf("status by the name: %d %s", r.Status, r.Body)
+				return false
+			}
+			r.Decode(t, &st)
+			for _, n := range st.Nodes {
+				if n.ID == nodeID {
+					addr = n.HTTPSAddr
+				}
+			}
+			if host, _, err := net.SplitHostPort(addr); err != nil || host != b.ip {
+				why = "the status gives " + addr
+				return false
+			}
+			h := orderstest.Do(t, tc.hc, "GET", "https://"+addr+"/healthz", nil, nil)
+			why = fmt.Sprintf("%d %s", h.Status, h.Body)
+			return h.Status == 200
+		}) {
+			t.Fatalf("the tablet cannot reach box %s (%s) at its address %s over HTTPS: %s", b.id, nodeID, b.ip, why)
+		}
+	}
+	t.Logf("the tablet reaches %d boxes over HTTPS at their addresses now", len(boxes))
 }
 
 // storeTakes places one order through box b's address (with key: the
