@@ -255,7 +255,7 @@ func (r *Renewer) check(now time.Time) (st Status, caEnd string) {
 		st.CANotAfter = stamp(caCert.NotAfter)
 	}
 	caEnd = st.CANotAfter
-	if hosts, moved := r.hostsNow(cur); moved && !r.o.Shared {
+	if hosts := r.movedHosts(cur); hosts != nil && !r.o.Shared {
 		// Before the clock is judged: the same validity, another address.
 		if err := r.follow(cur, hosts); err != nil && !errors.Is(err, errNoCAKey) {
 			st.Problem, st.Detail = problemOf(err), err.Error()
@@ -320,23 +320,18 @@ func problemOf(err error) string {
 	return ProblemRenewFailed
 }
 
-// hostsNow is the host list cur is issued again for, and whether the
-// box moved: it has a LAN address (Options.Addrs) that cur, which names
-// a LAN address, does not. A move keeps cur's names and loopback
-// addresses, takes the box's addresses now and drops the ones it left
-// (another device may get them); otherwise the list is cur's own.
-func (r *Renewer) hostsNow(cur *x509.Certificate) (hosts []string, moved bool) {
+// movedHosts is the host list cur is issued again for when the box
+// moved, nil when it did not: it moved when it has a LAN address
+// (Options.Addrs) that cur, which names a LAN address, does not. The
+// list keeps cur's names and loopback addresses, takes the box's
+// addresses now and drops the ones it left (another device may get them).
+func (r *Renewer) movedHosts(cur *x509.Certificate) (hosts []string) {
 	if r.o.Addrs == nil || !slices.ContainsFunc(cur.IPAddresses, isLAN) {
-		return pki.Hosts(cur), false
+		return nil
 	}
 	now := slices.DeleteFunc(slices.Clone(r.o.Addrs()), func(ip net.IP) bool { return !isLAN(ip) })
-	for _, ip := range now {
-		if !slices.ContainsFunc(cur.IPAddresses, ip.Equal) {
-			moved = true
-		}
-	}
-	if !moved {
-		return pki.Hosts(cur), false
+	if !slices.ContainsFunc(now, func(ip net.IP) bool { return !slices.ContainsFunc(cur.IPAddresses, ip.Equal) }) {
+		return nil
 	}
 	for _, h := range pki.Hosts(cur) {
 		if ip := net.ParseIP(h); ip == nil || !isLAN(ip) {
@@ -346,7 +341,7 @@ func (r *Renewer) hostsNow(cur *x509.Certificate) (hosts []string, moved bool) {
 	for _, ip := range now {
 		hosts = append(hosts, ip.String())
 	}
-	return hosts, true
+	return hosts
 }
 
 // isLAN: an address a tablet could dial on the store's network (not
