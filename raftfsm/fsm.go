@@ -330,7 +330,9 @@ func (f *FSM) Now() int64 {
 
 // NowAt returns the FSM time of the last applied command and the local
 // instant (with Go's monotonic reading) at which this node applied it, or
-// opened or restored its files. The FSM time at any later moment is at
+// opened or restored its files; earlier than that when the command's
+// stamp was older than the estimate already reached, which never goes
+// back (setClockLocked). The FSM time at any later moment is at
 // least now + time.Since(at): the leader stamped it before this node
 // applied it, and FSM time runs at monotonic speed. It is bookkeeping for
 // estimates, never an input to Apply.

@@ -197,9 +197,21 @@ func (f *FSM) settleGroupLocked() error {
 }
 
 // setClockLocked moves the FSM clock to the group's (f.state held).
+// The estimate it gives (NowAt: now + time since at) never goes back: a
+// command stamped long before it is applied (proposed by a leader that
+// then stopped, committed by the next one after the election) carries an
+// FSM time below what this box had already counted to, and taking its
+// stamp as of now would stretch every TTL by the election, on this box
+// and, through FSMNow, on a new leader's clock started from it.
 func (f *FSM) setClockLocked(g *group) {
 	if g.now != f.now {
-		f.nowAt = time.Now()
+		at := time.Now()
+		if f.now != 0 {
+			if ahead := f.now + at.Sub(f.nowAt).Milliseconds() - g.now; ahead > 0 {
+				at = at.Add(-time.Duration(ahead) * time.Millisecond)
+			}
+		}
+		f.nowAt = at
 	}
 	if g.wall != f.wall {
 		f.wallAt = time.Now()

@@ -194,3 +194,35 @@ func TestGroupRestoreDropsTheOpenGroup(t *testing.T) {
 		t.Fatalf("after restore and one more entry the replicas differ:\n%s\n---\n%s", got, want)
 	}
 }
+
+// The estimate of FSM time (NowAt: now + time since at) never goes back:
+// a command stamped before the election that came after it (its leader
+// stopped) is applied late with an old stamp, and a box that took that
+// stamp as of now would stretch every TTL by the election.
+func TestFSMClockEstimateNeverGoesBack(t *testing.T) {
+	f := openFSM(t, t.TempDir())
+	estimate := func() int64 {
+		now, at := f.NowAt()
+		return now + time.Since(at).Milliseconds()
+	}
+	applyOK(t, f, setEntry(1, 1_000_000, "a", "1"))
+	time.Sleep(300 * time.Millisecond)
+	before := estimate()
+	if before < 1_000_000+300 {
+		t.Fatalf("estimate %d 300 ms after a stamp of 1000000", before)
+	}
+	// Stamped 100 ms after the first, applied 300 ms after it.
+	applyOK(t, f, setEntry(2, 1_000_100, "b", "2"))
+	if now, _ := f.NowAt(); now != 1_000_100 {
+		t.Fatalf("FSM time %d, want the stamp 1000100", now)
+	}
+	if after := estimate(); after < before {
+		t.Fatalf("estimate went back from %d to %d on a late-applied command", before, after)
+	}
+	// A fresh stamp ahead of the estimate is taken as of now.
+	fresh := estimate() + 5_000
+	applyOK(t, f, setEntry(3, fresh, "c", "3"))
+	if e := estimate(); e < fresh || e > fresh+1_000 {
+		t.Fatalf("estimate %d after a stamp of %d", e, fresh)
+	}
+}
